@@ -1,0 +1,61 @@
+# Sluice. Every target builds the tools it needs into bin/ first (cached; see hack/build-tools.sh).
+SHELL := /usr/bin/env bash -o pipefail
+BIN := $(CURDIR)/bin
+CONTROLLER_GEN := $(BIN)/controller-gen
+export KUBEBUILDER_ASSETS := $(BIN)
+# Tests that start many apiservers share 2 cores in CI: keep package parallelism low.
+GO_TEST_FLAGS ?= -p 2 -count=1 -timeout 45m
+
+.PHONY: all
+all: build
+
+##@ Build
+.PHONY: build
+build: ## Build the manager and the kubectl plugin into bin/.
+	go build -o $(BIN)/sluice ./cmd/sluice
+
+.PHONY: tools
+tools: ## Build the pinned tools for code generation and envtest into bin/.
+	hack/build-tools.sh gen envtest
+
+.PHONY: cluster-tools
+cluster-tools: ## Build the pinned local-cluster tools (controller-manager, scheduler, kwok) too.
+	hack/build-tools.sh gen cluster
+
+.PHONY: prometheus
+prometheus: ## Install Prometheus (Debian package) when it is missing.
+	hack/install-prometheus.sh
+
+##@ Code generation
+.PHONY: generate
+generate: ## Generate deepcopy code.
+	hack/build-tools.sh gen
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+
+.PHONY: manifests
+manifests: ## Generate CRD YAML and RBAC.
+	hack/build-tools.sh gen
+	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./api/... output:crd:artifacts:config=config/crd
+	$(CONTROLLER_GEN) rbac:roleName=sluice-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
+
+.PHONY: verify
+verify: ## gofmt, go vet, and fail when generated files differ from what is committed.
+	hack/verify.sh
+
+##@ Test
+.PHONY: test
+test: tools prometheus ## Build tools, then run unit and envtest tests.
+	go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: bench
+bench: tools ## Run benchmarks.
+	go test -run '^$$' -bench . -benchmem ./...
+
+##@ Demo
+.PHONY: demo
+demo: tools ## Start a local control plane, install CRDs and samples, show the canaries.
+	go run ./hack/demo
+
+.PHONY: help
+help:
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*##/ { printf "  %-16s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)

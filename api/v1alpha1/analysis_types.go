@@ -1,0 +1,260 @@
+package v1alpha1
+
+// Built-in metric names. Their PromQL depends on the Canary's provider (and mesh); see package
+// analysis for the queries and the metric sources they expect.
+const (
+	// MetricRequestSuccessRate is the percentage (0–100) of non-5xx responses served by the canary.
+	MetricRequestSuccessRate = "request-success-rate"
+	// MetricRequestDuration is the canary's P99 request duration in milliseconds.
+	MetricRequestDuration = "request-duration"
+)
+
+// CanaryAnalysis defines the traffic steps and the checks run at each of them.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.stepWeight) && has(self.stepWeights))",message="analysis: set either stepWeight or stepWeights, not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.stepWeight) || self.stepWeight <= (has(self.maxWeight) ? self.maxWeight : 100)",message="analysis.stepWeight must be between 1 and analysis.maxWeight"
+// +kubebuilder:validation:XValidation:rule="!has(self.stepWeights) || !has(self.maxWeight) || self.stepWeights.all(w, w <= self.maxWeight)",message="analysis.stepWeights must not exceed analysis.maxWeight"
+type CanaryAnalysis struct {
+	// Interval between two checks, a duration of at least 1s such as 1m. Default 1m.
+	// +kubebuilder:default="1m"
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="analysis.interval must be a duration of at least 1s"
+	// +optional
+	Interval string `json:"interval,omitempty"`
+
+	// Threshold is the number of failed checks after which the run is rolled back. Default 5.
+	// +kubebuilder:default=5
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Threshold int32 `json:"threshold,omitempty"`
+
+	// MaxWeight is the highest canary weight in percent (1–100) before promotion. Default 100
+	// when stepWeight is used; the last of stepWeights otherwise.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	MaxWeight int32 `json:"maxWeight,omitempty"`
+
+	// StepWeight is the canary weight increment in percent (1–maxWeight). The last step lands
+	// exactly on maxWeight.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	StepWeight int32 `json:"stepWeight,omitempty"`
+
+	// StepWeights lists the canary weights in percent, strictly increasing, each 1–100.
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:Minimum=1
+	// +kubebuilder:validation:items:Maximum=100
+	// +kubebuilder:validation:XValidation:rule="self.all(w, self.exists_one(v, v == w)) && self.isSorted()",message="analysis.stepWeights must be strictly increasing"
+	// +optional
+	StepWeights []int32 `json:"stepWeights,omitempty"`
+
+	// StepWeightPromotion is the weight increment in percent used to shift traffic back to the
+	// promoted primary. Empty means all at once.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	StepWeightPromotion int32 `json:"stepWeightPromotion,omitempty"`
+
+	// Iterations is the number of checks of an A/B run (with Match); weights are not used then.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Iterations int32 `json:"iterations,omitempty"`
+
+	// Match routes requests that match to the canary for an A/B run.
+	// +optional
+	Match []HTTPMatchRequest `json:"match,omitempty"`
+
+	// PrimaryReadyThreshold is the percentage of primary pods that must be ready before traffic
+	// moves. Default 100.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	PrimaryReadyThreshold *int32 `json:"primaryReadyThreshold,omitempty"`
+
+	// CanaryReadyThreshold is the percentage of canary pods that must be ready before traffic
+	// moves. Default 100.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	CanaryReadyThreshold *int32 `json:"canaryReadyThreshold,omitempty"`
+
+	// FailedChecksMode says how failed checks accumulate: Total (Flagger's behaviour, default)
+	// counts every failed check of a run; Consecutive resets the count after a passing check.
+	// +kubebuilder:validation:Enum=Total;Consecutive
+	// +optional
+	FailedChecksMode string `json:"failedChecksMode,omitempty"`
+
+	// Metrics checked at every step.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	Metrics []CanaryMetric `json:"metrics,omitempty"`
+
+	// Webhooks called at the gates of a run.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	Webhooks []CanaryWebhook `json:"webhooks,omitempty"`
+
+	// Alerts send notifications of transitions to AlertProviders.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	Alerts []CanaryAlert `json:"alerts,omitempty"`
+}
+
+// CanaryMetric is one check: a built-in metric or a MetricTemplate, with its threshold range.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.templateRef) || self.name in ['request-success-rate', 'request-duration']",message="metric: name must be a built-in (request-success-rate, request-duration) or templateRef must be set"
+type CanaryMetric struct {
+	// Name of the metric: a built-in name, or any name when TemplateRef is set.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+
+	// Interval is the query window, a duration such as 1m. Default: the analysis interval. It must
+	// be at least twice the Prometheus scrape interval, or rate() returns nothing.
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="metric.interval must be a duration of at least 1s"
+	// +optional
+	Interval string `json:"interval,omitempty"`
+
+	// ThresholdRange is the inclusive range the value must fall in to pass.
+	// +optional
+	ThresholdRange *ThresholdRange `json:"thresholdRange,omitempty"`
+
+	// TemplateRef points at a MetricTemplate; its namespace defaults to the Canary's.
+	// +optional
+	TemplateRef *CrossNamespaceObjectReference `json:"templateRef,omitempty"`
+
+	// TemplateVariables are extra variables for the MetricTemplate, available as
+	// {{ .variables.NAME }}.
+	// +optional
+	TemplateVariables map[string]string `json:"templateVariables,omitempty"`
+
+	// OnNoData says what an empty, NaN or infinite result means: Fail (default) counts a failed
+	// check; Skip ignores the metric for this check.
+	// +kubebuilder:validation:Enum=Fail;Skip
+	// +optional
+	OnNoData NoDataPolicy `json:"onNoData,omitempty"`
+
+	// MinRequestCount skips the metric (instead of failing it) while the canary served fewer
+	// requests than this within the metric interval. Built-in metrics only.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MinRequestCount *int64 `json:"minRequestCount,omitempty"`
+
+	// CompareToPrimary also runs the query for the primary and fails when the canary is worse than
+	// the primary by more than MaxDelta.
+	// +optional
+	CompareToPrimary *PrimaryComparison `json:"compareToPrimary,omitempty"`
+}
+
+// NoDataPolicy says what a metric with no data means.
+type NoDataPolicy string
+
+const (
+	// NoDataFail counts no data as a failed check (the default).
+	NoDataFail NoDataPolicy = "Fail"
+	// NoDataSkip ignores the metric for this check.
+	NoDataSkip NoDataPolicy = "Skip"
+)
+
+// ThresholdRange is an inclusive range; either bound may be omitted.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.min) || !has(self.max) || self.min <= self.max",message="thresholdRange.min must be less than or equal to thresholdRange.max"
+type ThresholdRange struct {
+	// +optional
+	Min *float64 `json:"min,omitempty"`
+	// +optional
+	Max *float64 `json:"max,omitempty"`
+}
+
+// PrimaryComparison bounds how much worse the canary may be than the primary.
+type PrimaryComparison struct {
+	// MaxDelta is the largest allowed difference, in the metric's unit.
+	// +kubebuilder:validation:Minimum=0
+	MaxDelta float64 `json:"maxDelta"`
+	// Direction says which values are better: HigherIsBetter (success rates) or LowerIsBetter
+	// (latencies, error rates). Default: HigherIsBetter for request-success-rate, LowerIsBetter
+	// otherwise.
+	// +kubebuilder:validation:Enum=HigherIsBetter;LowerIsBetter
+	// +optional
+	Direction string `json:"direction,omitempty"`
+}
+
+// CrossNamespaceObjectReference names an object, optionally in another namespace.
+type CrossNamespaceObjectReference struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// WebhookType is the gate a webhook is called at.
+// +kubebuilder:validation:Enum=confirm-rollout;pre-rollout;rollout;confirm-traffic-increase;confirm-promotion;post-rollout;rollback;event
+type WebhookType string
+
+// Webhook types, as in Flagger.
+const (
+	WebhookConfirmRollout         WebhookType = "confirm-rollout"
+	WebhookPreRollout             WebhookType = "pre-rollout"
+	WebhookRollout                WebhookType = "rollout"
+	WebhookConfirmTrafficIncrease WebhookType = "confirm-traffic-increase"
+	WebhookConfirmPromotion       WebhookType = "confirm-promotion"
+	WebhookPostRollout            WebhookType = "post-rollout"
+	WebhookRollback               WebhookType = "rollback"
+	WebhookEvent                  WebhookType = "event"
+)
+
+// CanaryWebhook is an HTTP call at a gate of the run; a 2xx answer passes.
+type CanaryWebhook struct {
+	// Name of the webhook, unique within the Canary.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Type is the gate. Default rollout.
+	// +kubebuilder:default=rollout
+	// +optional
+	Type WebhookType `json:"type,omitempty"`
+	// URL receives a POST with a JSON payload (name, namespace, phase, checksum, metadata).
+	// +kubebuilder:validation:Pattern=`^https?://`
+	URL string `json:"url"`
+	// Timeout of one call, a duration. Default 10s.
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +optional
+	Timeout string `json:"timeout,omitempty"`
+	// Retries of a failed call within one check.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	// +optional
+	Retries int32 `json:"retries,omitempty"`
+	// Metadata is sent in the payload.
+	// +optional
+	Metadata map[string]string `json:"metadata,omitempty"`
+	// MuteAlert suppresses the alert a failure of this webhook would send.
+	// +optional
+	MuteAlert bool `json:"muteAlert,omitempty"`
+}
+
+// AlertSeverity routes notifications: info gets everything, warn gets warn and error, error only
+// error.
+// +kubebuilder:validation:Enum=info;warn;error
+type AlertSeverity string
+
+// Alert severities.
+const (
+	SeverityInfo  AlertSeverity = "info"
+	SeverityWarn  AlertSeverity = "warn"
+	SeverityError AlertSeverity = "error"
+)
+
+// CanaryAlert sends the run's notifications of at least Severity to an AlertProvider.
+type CanaryAlert struct {
+	// Name of the alert.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Severity is the lowest severity sent. Default info.
+	// +kubebuilder:default=info
+	// +optional
+	Severity AlertSeverity `json:"severity,omitempty"`
+	// ProviderRef names the AlertProvider; its namespace defaults to the Canary's.
+	ProviderRef CrossNamespaceObjectReference `json:"providerRef"`
+}

@@ -1,0 +1,154 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// CanaryPhase is where a Canary is in its lifecycle.
+// +kubebuilder:validation:Enum="";Initializing;Initialized;Waiting;Progressing;WaitingPromotion;Promoting;Finalising;Succeeded;Failed;Terminating;Terminated
+type CanaryPhase string
+
+// Canary phases, as in Flagger.
+const (
+	// CanaryPhaseInitializing: the primary objects are being created.
+	CanaryPhaseInitializing CanaryPhase = "Initializing"
+	// CanaryPhaseInitialized: the primary serves all traffic; no run yet.
+	CanaryPhaseInitialized CanaryPhase = "Initialized"
+	// CanaryPhaseWaiting: a run is due but held (confirm-rollout gate, window, rollout cap).
+	CanaryPhaseWaiting CanaryPhase = "Waiting"
+	// CanaryPhaseProgressing: traffic is shifting to the canary step by step under analysis.
+	CanaryPhaseProgressing CanaryPhase = "Progressing"
+	// CanaryPhaseWaitingPromotion: all steps passed; waiting at the confirm-promotion gate.
+	CanaryPhaseWaitingPromotion CanaryPhase = "WaitingPromotion"
+	// CanaryPhasePromoting: the primary is being updated to the canary's template and configs.
+	CanaryPhasePromoting CanaryPhase = "Promoting"
+	// CanaryPhaseFinalising: traffic is back on the promoted primary; the canary scales down.
+	CanaryPhaseFinalising CanaryPhase = "Finalising"
+	// CanaryPhaseSucceeded: the last run was promoted.
+	CanaryPhaseSucceeded CanaryPhase = "Succeeded"
+	// CanaryPhaseFailed: the last run was rolled back.
+	CanaryPhaseFailed CanaryPhase = "Failed"
+	// CanaryPhaseTerminating: the Canary is being deleted and the target restored.
+	CanaryPhaseTerminating CanaryPhase = "Terminating"
+	// CanaryPhaseTerminated: the target is restored; the finalizer is about to go.
+	CanaryPhaseTerminated CanaryPhase = "Terminated"
+)
+
+// CanaryStatus is the observed state of a Canary. It is the controller's only memory: a restarted
+// controller resumes from it.
+type CanaryStatus struct {
+	// ObservedGeneration is the generation fully handled by the controller.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Phase of the Canary.
+	// +optional
+	Phase CanaryPhase `json:"phase,omitempty"`
+
+	// CanaryWeight is the percentage of traffic on the canary (0–100).
+	// +optional
+	CanaryWeight int32 `json:"canaryWeight"`
+
+	// FailedChecks of the current run.
+	// +optional
+	FailedChecks int32 `json:"failedChecks"`
+
+	// Iterations of the current run (checks done).
+	// +optional
+	Iterations int32 `json:"iterations"`
+
+	// LastAppliedSpec is the revision (hash of pod template and tracked configs) of the target the
+	// current or last run delivered.
+	// +optional
+	LastAppliedSpec string `json:"lastAppliedSpec,omitempty"`
+
+	// LastPromotedSpec is the revision the primary runs.
+	// +optional
+	LastPromotedSpec string `json:"lastPromotedSpec,omitempty"`
+
+	// TrackedConfigs maps "configmap/NAME" and "secret/NAME" referenced by the target's pod template
+	// to the checksum of their data.
+	// +optional
+	TrackedConfigs map[string]string `json:"trackedConfigs,omitempty"`
+
+	// LastTransitionTime is when Phase last changed.
+	// +optional
+	LastTransitionTime *metav1.Time `json:"lastTransitionTime,omitempty"`
+
+	// LastStepTime is when the current step (weight) started or the last check ran; the next
+	// check is due one interval later.
+	// +optional
+	LastStepTime *metav1.Time `json:"lastStepTime,omitempty"`
+
+	// LastProgressTime is when the run last made progress (a step, a ready canary); the progress
+	// deadline counts from it.
+	// +optional
+	LastProgressTime *metav1.Time `json:"lastProgressTime,omitempty"`
+
+	// PreRolloutPassed records that the pre-rollout webhooks of LastAppliedSpec passed, so a
+	// restarted controller does not call them again.
+	// +optional
+	PreRolloutPassed bool `json:"preRolloutPassed,omitempty"`
+
+	// Analysis holds the last verdict of every metric, so `kubectl describe` explains a rollback.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Analysis []MetricResult `json:"analysis,omitempty"`
+
+	// Notifications lists the dedup keys of notifications already sent for the current revision
+	// (event name), so a restarted or newly elected controller does not send them again.
+	// +optional
+	// +listType=set
+	Notifications []string `json:"notifications,omitempty"`
+
+	// Conditions: Ready, Reconciling, Stalled, Promoted.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Verdict is the outcome of one metric check.
+// +kubebuilder:validation:Enum=Pass;Fail;NoData;Error;Skipped
+type Verdict string
+
+// Metric verdicts.
+const (
+	// VerdictPass: the value lies within the threshold range (and the primary comparison).
+	VerdictPass Verdict = "Pass"
+	// VerdictFail: the value lies outside the threshold range or is worse than the primary's.
+	VerdictFail Verdict = "Fail"
+	// VerdictNoData: the query returned nothing, NaN or ±Inf.
+	VerdictNoData Verdict = "NoData"
+	// VerdictError: the query could not be run or returned an unusable result.
+	VerdictError Verdict = "Error"
+	// VerdictSkipped: the metric was not judged (no data with onNoData Skip, or too few requests).
+	VerdictSkipped Verdict = "Skipped"
+)
+
+// MetricResult is the last verdict of one metric.
+type MetricResult struct {
+	// Name of the metric.
+	Name string `json:"name"`
+	// Verdict of the last check.
+	Verdict Verdict `json:"verdict"`
+	// Value measured, formatted; empty when there was none.
+	// +optional
+	Value string `json:"value,omitempty"`
+	// PrimaryValue measured for the comparison, formatted.
+	// +optional
+	PrimaryValue string `json:"primaryValue,omitempty"`
+	// ThresholdRange as text, e.g. "[99, +Inf]".
+	// +optional
+	ThresholdRange string `json:"thresholdRange,omitempty"`
+	// Query that was run.
+	// +optional
+	Query string `json:"query,omitempty"`
+	// Message explains the verdict.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// CheckedAt is when the check ran.
+	// +optional
+	CheckedAt *metav1.Time `json:"checkedAt,omitempty"`
+}

@@ -1,0 +1,280 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// Provider names a traffic provider that shifts weights between primary and canary.
+// +kubebuilder:validation:Enum=gatewayapi;istio
+type Provider string
+
+const (
+	// ProviderGatewayAPI drives a Gateway API HTTPRoute. A parentRef of kind Gateway routes
+	// north-south traffic; a parentRef of kind Service routes east-west mesh traffic (GAMMA), which is
+	// how Linkerd routes.
+	ProviderGatewayAPI Provider = "gatewayapi"
+	// ProviderIstio drives an Istio VirtualService and DestinationRules.
+	ProviderIstio Provider = "istio"
+)
+
+// Mesh names the mesh or proxy whose metrics built-in metrics read.
+type Mesh string
+
+// Meshes with built-in metric queries.
+const (
+	MeshIstio   Mesh = "istio"
+	MeshLinkerd Mesh = "linkerd"
+	MeshEnvoy   Mesh = "envoy"
+)
+
+// Canary is a progressive delivery of one workload: when the target's pod template (or a ConfigMap
+// or Secret it references) changes, Sluice shifts traffic to the new version step by step, runs
+// analysis at every step, and promotes it or rolls it back.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=cn,categories=sluice
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Weight",type=integer,JSONPath=`.status.canaryWeight`
+// +kubebuilder:printcolumn:name="FailedChecks",type=integer,JSONPath=`.status.failedChecks`
+// +kubebuilder:printcolumn:name="LastTransition",type=string,JSONPath=`.status.lastTransitionTime`
+type Canary struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   CanarySpec   `json:"spec"`
+	Status CanaryStatus `json:"status,omitempty"`
+}
+
+// CanaryList is a list of Canaries.
+//
+// +kubebuilder:object:root=true
+type CanaryList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Canary `json:"items"`
+}
+
+// CanarySpec is the desired delivery of one workload.
+type CanarySpec struct {
+	// TargetRef is the workload whose pod template changes start a canary run. Sluice creates
+	// <name>-primary from it and keeps the target itself as the canary.
+	TargetRef TargetReference `json:"targetRef"`
+
+	// Provider shifts the traffic. Default gatewayapi.
+	// +kubebuilder:default=gatewayapi
+	// +optional
+	Provider Provider `json:"provider,omitempty"`
+
+	// Mesh is the mesh (or proxy) whose metrics the built-in metrics query: istio
+	// (istio_requests_total), linkerd (response_total) or envoy (envoy_cluster_upstream_rq, as
+	// Envoy Gateway exports). Default: istio with provider istio, envoy with provider gatewayapi.
+	// +kubebuilder:validation:Enum=istio;linkerd;envoy
+	// +optional
+	Mesh Mesh `json:"mesh,omitempty"`
+
+	// MetricsServer is the Prometheus address for built-in metrics, e.g. http://prometheus:9090.
+	// Empty means the controller's --metrics-server flag.
+	// +optional
+	MetricsServer string `json:"metricsServer,omitempty"`
+
+	// Service describes the apex Service and the routing Sluice generates or edits.
+	Service CanaryService `json:"service"`
+
+	// Analysis defines the steps, the checks at every step and the rollback threshold.
+	Analysis CanaryAnalysis `json:"analysis"`
+
+	// ProgressDeadlineSeconds is how long the canary or primary may take to become ready, or a run
+	// may go without progress, before it is rolled back. Default 600.
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+
+	// SkipAnalysis promotes a new revision at once, without traffic steps or analysis.
+	// +optional
+	SkipAnalysis bool `json:"skipAnalysis,omitempty"`
+
+	// Suspend stops all reconciliation of this Canary; traffic stays as it is.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// RevertOnDeletion restores the target (replicas and routing) when the Canary is deleted and
+	// removes the primary objects.
+	// +optional
+	RevertOnDeletion bool `json:"revertOnDeletion,omitempty"`
+
+	// Windows restrict when a run may advance a step: outside every window the Canary holds its
+	// weight. Empty means always.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	Windows []ProgressionWindow `json:"windows,omitempty"`
+}
+
+// TargetReference names the workload a Canary delivers.
+type TargetReference struct {
+	// APIVersion of the target. Default apps/v1.
+	// +kubebuilder:default="apps/v1"
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+	// Kind of the target. Supported: Deployment.
+	// +kubebuilder:validation:Enum=Deployment
+	Kind string `json:"kind"`
+	// Name of the target in the Canary's namespace.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+}
+
+// CanaryService describes the apex Service and its routing.
+type CanaryService struct {
+	// Name of the apex Service. Default: the target's name. Sluice creates <name>, <name>-primary
+	// and <name>-canary.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// Port the Services expose.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port"`
+	// TargetPort on the pods. Default: Port.
+	// +optional
+	TargetPort *intstr.IntOrString `json:"targetPort,omitempty"`
+	// PortName of the Service port. Default http.
+	// +optional
+	PortName string `json:"portName,omitempty"`
+	// AppProtocol of the Service port, e.g. http or kubernetes.io/h2c.
+	// +optional
+	AppProtocol *string `json:"appProtocol,omitempty"`
+
+	// GatewayRefs are the parents of the generated HTTPRoute (Gateway API provider): kind Gateway
+	// for north-south traffic, kind Service (group "") for east-west mesh traffic.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	GatewayRefs []gwv1.ParentReference `json:"gatewayRefs,omitempty"`
+	// Hosts of the generated route, besides the apex service (HTTPRoute hostnames, VirtualService
+	// hosts).
+	// +optional
+	Hosts []string `json:"hosts,omitempty"`
+	// Gateways of the generated VirtualService (Istio). Default mesh.
+	// +optional
+	Gateways []string `json:"gateways,omitempty"`
+	// RouteRef points at an existing HTTPRoute or VirtualService in the Canary's namespace. Sluice
+	// then edits only the backend weights that point at the apex service and leaves every other
+	// rule, match, filter, retry and timeout as written.
+	// +optional
+	RouteRef *RouteReference `json:"routeRef,omitempty"`
+
+	// Match conditions of the generated route (Istio HTTPMatchRequest shape).
+	// +optional
+	Match []HTTPMatchRequest `json:"match,omitempty"`
+	// Retries of the generated route.
+	// +optional
+	Retries *HTTPRetry `json:"retries,omitempty"`
+	// Timeout of the generated route, a duration such as 10s.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	Timeout string `json:"timeout,omitempty"`
+	// Headers operations of the generated route.
+	// +optional
+	Headers *HeaderOperations `json:"headers,omitempty"`
+	// CorsPolicy of the generated VirtualService, in Istio's CorsPolicy shape.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	CorsPolicy *apiextensionsv1.JSON `json:"corsPolicy,omitempty"`
+	// TrafficPolicy of the generated DestinationRules, in Istio's TrafficPolicy shape.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	TrafficPolicy *apiextensionsv1.JSON `json:"trafficPolicy,omitempty"`
+}
+
+// RouteReference names an existing route object in the Canary's namespace.
+type RouteReference struct {
+	// APIVersion of the route, e.g. gateway.networking.k8s.io/v1 or networking.istio.io/v1.
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+	// Kind of the route.
+	// +kubebuilder:validation:Enum=HTTPRoute;VirtualService
+	Kind string `json:"kind"`
+	// Name of the route.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+}
+
+// HTTPMatchRequest is a request match in Istio's shape; the Gateway API provider converts it.
+type HTTPMatchRequest struct {
+	// Headers to match by name.
+	// +optional
+	Headers map[string]StringMatch `json:"headers,omitempty"`
+	// URI to match.
+	// +optional
+	URI *StringMatch `json:"uri,omitempty"`
+	// Method to match.
+	// +optional
+	Method *StringMatch `json:"method,omitempty"`
+	// QueryParams to match by name.
+	// +optional
+	QueryParams map[string]StringMatch `json:"queryParams,omitempty"`
+}
+
+// StringMatch matches a string exactly, by prefix or by RE2 regular expression; set exactly one.
+// +kubebuilder:validation:XValidation:rule="(has(self.exact) ? 1 : 0) + (has(self.prefix) ? 1 : 0) + (has(self.regex) ? 1 : 0) == 1",message="match: set exactly one of exact, prefix or regex"
+type StringMatch struct {
+	// +optional
+	Exact *string `json:"exact,omitempty"`
+	// +optional
+	Prefix *string `json:"prefix,omitempty"`
+	// +optional
+	Regex *string `json:"regex,omitempty"`
+}
+
+// HTTPRetry is the retry policy of a generated route.
+type HTTPRetry struct {
+	// Attempts is the number of retries.
+	// +kubebuilder:validation:Minimum=0
+	Attempts int32 `json:"attempts"`
+	// PerTryTimeout is a duration such as 2s.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	PerTryTimeout string `json:"perTryTimeout,omitempty"`
+	// RetryOn lists Envoy retry conditions, e.g. 5xx,reset,connect-failure.
+	// +optional
+	RetryOn string `json:"retryOn,omitempty"`
+}
+
+// HeaderOperations edit request and response headers.
+type HeaderOperations struct {
+	// +optional
+	Request *HeaderOperation `json:"request,omitempty"`
+	// +optional
+	Response *HeaderOperation `json:"response,omitempty"`
+}
+
+// HeaderOperation sets, adds and removes headers.
+type HeaderOperation struct {
+	// +optional
+	Set map[string]string `json:"set,omitempty"`
+	// +optional
+	Add map[string]string `json:"add,omitempty"`
+	// +optional
+	Remove []string `json:"remove,omitempty"`
+}
+
+// ProgressionWindow is a time window in which a rollout may advance: it opens at every time the
+// cron Schedule fires and stays open for Duration.
+type ProgressionWindow struct {
+	// Schedule in standard five-field cron syntax, e.g. "0 9 * * 1-5".
+	// +kubebuilder:validation:MinLength=1
+	Schedule string `json:"schedule"`
+	// Duration the window stays open, e.g. 8h.
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	Duration string `json:"duration"`
+	// TimeZone of the schedule, an IANA name such as Europe/Berlin. Default UTC.
+	// +optional
+	TimeZone string `json:"timeZone,omitempty"`
+}

@@ -1,0 +1,62 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MetricTemplate is a reusable PromQL query with its metrics server. The query is a Go text/template
+// rendered per check with the variables name, namespace, target, service, interval and variables
+// (the Canary metric's templateVariables). Every value is escaped for a PromQL string literal.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=mt,categories=sluice
+// +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.spec.provider.type`
+// +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.provider.address`
+type MetricTemplate struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec MetricTemplateSpec `json:"spec"`
+}
+
+// MetricTemplateList is a list of MetricTemplates.
+//
+// +kubebuilder:object:root=true
+type MetricTemplateList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []MetricTemplate `json:"items"`
+}
+
+// MetricTemplateSpec is a query and where to run it.
+type MetricTemplateSpec struct {
+	// Provider is the metrics server.
+	// +optional
+	Provider MetricTemplateProvider `json:"provider,omitempty"`
+	// Query is a PromQL Go text/template that must return a single series or scalar, e.g.
+	// sum(rate(http_requests_total{namespace="{{ .namespace }}",status!~"5.."}[{{ .interval }}])).
+	// +kubebuilder:validation:MinLength=1
+	Query string `json:"query"`
+}
+
+// MetricTemplateProvider is a metrics server.
+type MetricTemplateProvider struct {
+	// Type of the server. Default prometheus.
+	// +kubebuilder:validation:Enum=prometheus
+	// +kubebuilder:default=prometheus
+	// +optional
+	Type string `json:"type,omitempty"`
+	// Address of the server, e.g. http://prometheus.monitoring:9090. Empty means the controller's
+	// --metrics-server flag.
+	// +kubebuilder:validation:Pattern=`^https?://`
+	// +optional
+	Address string `json:"address,omitempty"`
+	// SecretRef names a Secret in the template's namespace with credentials: key "token" (bearer
+	// token) or keys "username" and "password" (basic auth).
+	// +optional
+	SecretRef *corev1.LocalObjectReference `json:"secretRef,omitempty"`
+	// InsecureSkipVerify turns off TLS certificate verification.
+	// +optional
+	InsecureSkipVerify bool `json:"insecureSkipVerify,omitempty"`
+}

@@ -1,0 +1,10 @@
+// Command etcd is the pinned etcd server used by tests and the demo.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
