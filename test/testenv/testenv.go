@@ -9,6 +9,7 @@ package testenv
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,16 +19,13 @@ import (
 	"testing"
 	"time"
 
-	istionetv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/scheme"
 )
 
 // Env is a running test control plane.
@@ -48,19 +46,8 @@ func RepoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-// NewScheme returns a scheme with the core Kubernetes, Sluice, Gateway API v1 and Istio
-// networking v1 types.
-func NewScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, sluicev1.AddToScheme, gwv1.Install, istionetv1.AddToScheme,
-	} {
-		if err := add(s); err != nil {
-			panic(fmt.Sprintf("building scheme: %v", err))
-		}
-	}
-	return s
-}
+// NewScheme returns the scheme of every Sluice binary (see controllers/scheme).
+func NewScheme() *runtime.Scheme { return scheme.New() }
 
 // CRDPaths lists the CRD files and folders installed into every test apiserver: Sluice's
 // config/crd, Gateway API's config/crd/standard and Istio's customresourcedefinitions.gen.yaml.
@@ -148,6 +135,7 @@ func (e *Env) Stop() error {
 // Under `go test -short` it runs the tests without a control plane and leaves *env nil; tests
 // that need it call Require.
 func Run(m *testing.M, env **Env) int {
+	flag.Parse()
 	if testing.Short() {
 		return m.Run()
 	}

@@ -1,0 +1,131 @@
+// Command sluice is the Sluice manager: it runs the Canary controller (and, as they land, the
+// other Sluice controllers) with leader election, metrics and health probes.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"sluice.dev/sluice/analysis"
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/canary"
+	"sluice.dev/sluice/controllers/scheme"
+	"sluice.dev/sluice/providers"
+	"sluice.dev/sluice/providers/gatewayapi"
+	"sluice.dev/sluice/providers/istio"
+)
+
+// config holds the manager's flags.
+type config struct {
+	metricsAddr, probeAddr string
+	leaderElect            bool
+	leaderElectionID       string
+	leaderElectionNS       string
+	namespaces             string
+	maxConcurrent          int
+	maxProgressing         int
+	metricsServer          string
+	scrapeInterval         time.Duration
+	queryTimeout           time.Duration
+}
+
+func parseFlags(args []string) (config, zap.Options, error) {
+	var c config
+	fs := flag.NewFlagSet("sluice", flag.ContinueOnError)
+	fs.StringVar(&c.metricsAddr, "metrics-bind-address", ":8080", "Address of the /metrics endpoint; 0 turns it off.")
+	fs.StringVar(&c.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	fs.BoolVar(&c.leaderElect, "leader-elect", true, "Elect a leader so only one replica acts.")
+	fs.StringVar(&c.leaderElectionID, "leader-election-id", "sluice.sluice.dev", "Name of the leader-election Lease.")
+	fs.StringVar(&c.leaderElectionNS, "leader-election-namespace", "", "Namespace of the Lease (default: the pod's namespace).")
+	fs.StringVar(&c.namespaces, "namespace", "", "Comma-separated namespaces to watch; empty watches all.")
+	fs.IntVar(&c.maxConcurrent, "max-concurrent-reconciles", 4, "Canaries reconciled in parallel.")
+	fs.IntVar(&c.maxProgressing, "max-progressing", 0, "Canaries allowed to run at once; others wait in Waiting. 0: no cap.")
+	fs.StringVar(&c.metricsServer, "metrics-server", "http://prometheus:9090", "Default Prometheus address for analysis.")
+	fs.DurationVar(&c.scrapeInterval, "prometheus-scrape-interval", 15*time.Second, "Prometheus scrape interval; metric windows must be at least twice it.")
+	fs.DurationVar(&c.queryTimeout, "query-timeout", 10*time.Second, "Timeout of one Prometheus query.")
+	opts := zap.Options{}
+	opts.BindFlags(fs)
+	err := fs.Parse(args)
+	return c, opts, err
+}
+
+func main() {
+	cfg, zopts, err := parseFlags(os.Args[1:])
+	if err != nil {
+		os.Exit(2)
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
+	if err := run(ctrl.SetupSignalHandler(), cfg); err != nil {
+		ctrl.Log.Error(err, "Manager stopped")
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, cfg config) error {
+	restCfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	opts := ctrl.Options{
+		Scheme:                  scheme.New(),
+		Metrics:                 metricsserver.Options{BindAddress: cfg.metricsAddr},
+		HealthProbeBindAddress:  cfg.probeAddr,
+		LeaderElection:          cfg.leaderElect,
+		LeaderElectionID:        cfg.leaderElectionID,
+		LeaderElectionNamespace: cfg.leaderElectionNS,
+	}
+	if cfg.namespaces != "" {
+		opts.Cache.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range strings.Split(cfg.namespaces, ",") {
+			opts.Cache.DefaultNamespaces[strings.TrimSpace(ns)] = cache.Config{}
+		}
+	}
+	mgr, err := ctrl.NewManager(restCfg, opts)
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	if err := Setup(ctx, mgr, cfg); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	ctrl.Log.Info("Starting manager", "leaderElection", cfg.leaderElect, "namespaces", cfg.namespaces)
+	return mgr.Start(ctx)
+}
+
+// Setup registers every Sluice controller with mgr.
+func Setup(ctx context.Context, mgr ctrl.Manager, cfg config) error {
+	c := mgr.GetClient()
+	r := &canary.Reconciler{
+		Client:   c,
+		Scheme:   mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("sluice"),
+		Clock:    clock.RealClock{},
+		Analyzer: analysis.NewEngine(c, analysis.Options{DefaultAddress: cfg.metricsServer,
+			ScrapeInterval: cfg.scrapeInterval, QueryTimeout: cfg.queryTimeout}),
+		Routers: map[sluicev1.Provider]providers.Router{
+			sluicev1.ProviderGatewayAPI: gatewayapi.New(c),
+			sluicev1.ProviderIstio:      istio.New(c),
+		},
+		Options: canary.Options{MaxProgressing: cfg.maxProgressing, ScrapeInterval: cfg.scrapeInterval},
+	}
+	if err := r.SetupWithManager(ctx, mgr, cfg.maxConcurrent); err != nil {
+		return fmt.Errorf("setting up the canary controller: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package canary
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"sluice.dev/sluice/analysis"
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/providers"
+)
+
+// defaultScrapeInterval is Prometheus' default scrape interval.
+const defaultScrapeInterval = 15 * time.Second
+
+// Finalizer holds a Canary with revertOnDeletion until the target serves again.
+const Finalizer = "sluice.dev/revert-on-deletion"
+
+// Analyzer runs a Canary's analysis; analysis.Engine implements it against Prometheus.
+type Analyzer interface {
+	// Analyze evaluates every metric once at now. errors: an analysis that cannot run at all;
+	// per-metric problems are Error verdicts in the Check.
+	Analyze(ctx context.Context, canary *sluicev1.Canary, now time.Time) (analysis.Check, error)
+	// Ready reports whether the metrics servers the Canary uses answer. errors: unreachable.
+	Ready(ctx context.Context, canary *sluicev1.Canary) error
+}
+
+// Options tune the controller.
+type Options struct {
+	// MaxProgressing caps how many Canaries may run at once; others wait in Waiting. 0: no cap.
+	MaxProgressing int
+	// ScrapeInterval is Prometheus' scrape interval; metric windows shorter than twice it are
+	// refused. Default 15s.
+	ScrapeInterval time.Duration
+}
+
+// Reconciler drives Canaries through their lifecycle. Every read goes through the manager's cache;
+// nothing is written when nothing changed.
+type Reconciler struct {
+	client.Client
+	Scheme   *runtime.Scheme
+	Recorder events.EventRecorder
+	// Clock is the only source of time (a fake in tests). Default: the real clock.
+	Clock    clock.PassiveClock
+	Analyzer Analyzer
+	// Routers holds the traffic provider for each Provider value.
+	Routers map[sluicev1.Provider]providers.Router
+	Options
+
+	cap rolloutCap
+}
+
+// +kubebuilder:rbac:groups=sluice.dev,resources=canaries,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=sluice.dev,resources=canaries/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=sluice.dev,resources=canaries/finalizers,verbs=update
+// +kubebuilder:rbac:groups=sluice.dev,resources=metrictemplates;alertproviders,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networking.istio.io,resources=virtualservices;destinationrules,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// Reconcile runs one tick for a Canary: fetch, one deferred status patch, deletion, finalizer,
+// suspend, then the lifecycle step.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	canary := &sluicev1.Canary{}
+	if err := r.Get(ctx, req.NamespacedName, canary); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	base := canary.DeepCopy()
+	defer func() {
+		if err := r.patchStatus(ctx, base, canary); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+
+	if !canary.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, canary)
+	}
+	if err := r.reconcileFinalizer(ctx, canary); err != nil {
+		return ctrl.Result{}, err
+	}
+	if canary.Spec.Suspend {
+		markSuspended(canary)
+		return ctrl.Result{}, nil
+	}
+	return r.reconcileRun(ctx, canary)
+}
+
+// reconcileFinalizer adds the finalizer when revertOnDeletion is set and removes it otherwise.
+func (r *Reconciler) reconcileFinalizer(ctx context.Context, canary *sluicev1.Canary) error {
+	want := canary.Spec.RevertOnDeletion
+	if controllerutil.ContainsFinalizer(canary, Finalizer) == want {
+		return nil
+	}
+	patch := client.MergeFrom(canary.DeepCopy())
+	if want {
+		controllerutil.AddFinalizer(canary, Finalizer)
+	} else {
+		controllerutil.RemoveFinalizer(canary, Finalizer)
+	}
+	if err := r.Patch(ctx, canary, patch); err != nil {
+		return fmt.Errorf("updating finalizers: %w", err)
+	}
+	return nil
+}
+
+// patchStatus writes the status when it changed since base, as a merge patch of the status
+// subresource; it makes no request otherwise.
+func (r *Reconciler) patchStatus(ctx context.Context, base, canary *sluicev1.Canary) error {
+	if equality.Semantic.DeepEqual(base.Status, canary.Status) {
+		return nil
+	}
+	if err := r.Status().Patch(ctx, canary, client.MergeFrom(base)); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("patching status of canary %s/%s: %w", canary.Namespace, canary.Name, err))
+	}
+	return nil
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
+}
+
+// record emits an event on the Canary and logs it.
+func (r *Reconciler) record(ctx context.Context, canary *sluicev1.Canary, eventType, reason, msg string) {
+	log.FromContext(ctx).Info(msg, "reason", reason, "type", eventType)
+	if r.Recorder != nil {
+		r.Recorder.Eventf(canary, nil, eventType, reason, "Reconcile", "%s", msg)
+	}
+}
+
+func stampNow(t time.Time) *metav1.Time {
+	mt := metav1.NewTime(t)
+	return &mt
+}

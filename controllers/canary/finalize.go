@@ -1,0 +1,146 @@
+package canary
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/canary/plan"
+	"sluice.dev/sluice/providers"
+)
+
+// reconcileDelete reverts a Canary with revertOnDeletion: scale the target back up, wait until it
+// is ready, point the apex Service and the route back at it, remove the primary objects, then
+// release the finalizer. Without the finalizer there is nothing to do: owned objects are
+// garbage-collected.
+func (r *Reconciler) reconcileDelete(ctx context.Context, canary *sluicev1.Canary) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(canary, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	if canary.Status.Phase != sluicev1.CanaryPhaseTerminating {
+		canary.Status.Phase = sluicev1.CanaryPhaseTerminating
+		canary.Status.LastTransitionTime = stampNow(r.now())
+		r.record(ctx, canary, corev1.EventTypeNormal, sluicev1.ReasonTerminating, "Deleting: restoring the target before removing the primary")
+	}
+	target := &appsv1.Deployment{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: canary.Spec.TargetRef.Name}, target)
+	switch {
+	case apierrors.IsNotFound(err):
+		r.record(ctx, canary, corev1.EventTypeWarning, sluicev1.ReasonTargetNotFound, "Target is gone; nothing to restore")
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("reading target: %w", err)
+	default:
+		if wait, err := r.restoreTarget(ctx, canary, target); err != nil || wait {
+			return ctrl.Result{RequeueAfter: plan.PollInterval}, err
+		}
+	}
+	if err := r.removePrimaryObjects(ctx, canary); err != nil {
+		return ctrl.Result{}, err
+	}
+	canary.Status.Phase = sluicev1.CanaryPhaseTerminated
+	return ctrl.Result{}, r.releaseFinalizer(ctx, canary)
+}
+
+// restoreTarget scales the target to the primary's replicas and, once it is ready, routes the
+// apex Service and the route to it. It reports whether to wait for readiness.
+func (r *Reconciler) restoreTarget(ctx context.Context, canary *sluicev1.Canary, target *appsv1.Deployment) (bool, error) {
+	replicas := int32(1)
+	primary := &appsv1.Deployment{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: primaryName(target.Name)}, primary); err == nil &&
+		primary.Spec.Replicas != nil && *primary.Spec.Replicas > 0 {
+		replicas = *primary.Spec.Replicas
+	}
+	if target.Spec.Replicas == nil || *target.Spec.Replicas == 0 {
+		if err := r.scale(ctx, target, replicas); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	if !workloadOf(target, "").IsReady(plan.CanaryReadyThreshold(canary.Spec)) {
+		markWaiting(canary, sluicev1.ReasonTerminating, fmt.Sprintf("Waiting for %s to become ready before removing the primary", target.Name))
+		return true, nil
+	}
+	apex := &corev1.Service{}
+	names := providers.NamesFor(canary)
+	if err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: names.Apex}, apex); err == nil {
+		patch := client.MergeFrom(apex.DeepCopy())
+		apex.Spec.Selector = target.Spec.Selector.MatchLabels
+		apex.OwnerReferences = withoutOwner(apex.OwnerReferences, canary.UID)
+		if err := r.Patch(ctx, apex, patch); err != nil {
+			return false, fmt.Errorf("pointing service %s back at %s: %w", names.Apex, target.Name, err)
+		}
+	} else if !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("reading apex service: %w", err)
+	}
+	if router, ok := r.Routers[providerOf(canary)]; ok {
+		if err := router.Finalize(ctx, canary); err != nil {
+			return false, fmt.Errorf("restoring routes: %w", err)
+		}
+	}
+	return false, nil
+}
+
+func withoutOwner(refs []metav1.OwnerReference, uid types.UID) []metav1.OwnerReference {
+	out := refs[:0:0]
+	for _, ref := range refs {
+		if ref.UID != uid {
+			out = append(out, ref)
+		}
+	}
+	return out
+}
+
+// removePrimaryObjects deletes the primary Deployment, the -primary and -canary Services and the
+// -primary config copies this Canary owns.
+func (r *Reconciler) removePrimaryObjects(ctx context.Context, canary *sluicev1.Canary) error {
+	names := providers.NamesFor(canary)
+	objs := []client.Object{
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: primaryName(canary.Spec.TargetRef.Name), Namespace: canary.Namespace}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: names.Primary, Namespace: canary.Namespace}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: names.Canary, Namespace: canary.Namespace}},
+	}
+	for _, list := range []client.ObjectList{&corev1.ConfigMapList{}, &corev1.SecretList{}} {
+		if err := r.List(ctx, list, client.InNamespace(canary.Namespace), client.MatchingLabels{LabelCanary: canary.Name}); err != nil {
+			return fmt.Errorf("listing config copies: %w", err)
+		}
+		switch l := list.(type) {
+		case *corev1.ConfigMapList:
+			for i := range l.Items {
+				objs = append(objs, &l.Items[i])
+			}
+		case *corev1.SecretList:
+			for i := range l.Items {
+				objs = append(objs, &l.Items[i])
+			}
+		}
+	}
+	for _, o := range objs {
+		if err := r.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting %s: %w", o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// releaseFinalizer removes the finalizer, retrying on conflict with a fresh read.
+func (r *Reconciler) releaseFinalizer(ctx context.Context, canary *sluicev1.Canary) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		latest := &sluicev1.Canary{}
+		if err := r.Get(ctx, client.ObjectKeyFromObject(canary), latest); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		patch := client.MergeFromWithOptions(latest.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.RemoveFinalizer(latest, Finalizer)
+		return client.IgnoreNotFound(r.Patch(ctx, latest, patch))
+	})
+}

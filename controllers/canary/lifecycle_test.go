@@ -1,0 +1,243 @@
+package canary
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite golden files")
+
+func assertGolden(t *testing.T, name string, lines []string) {
+	t.Helper()
+	got := strings.Join(lines, "\n") + "\n"
+	path := filepath.Join("testdata", name+".golden")
+	if *updateGolden {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading golden file (run go test -update to create it): %v", err)
+	}
+	if got != string(want) {
+		t.Fatalf("log differs from %s (check, then go test -update):\n--- got\n%s--- want\n%s", path, got, want)
+	}
+}
+
+// primaryMatchesTarget reports whether the primary runs the target's template (modulo the
+// -primary label values and config names).
+func (h *harness) primaryMatchesTarget() bool {
+	h.t.Helper()
+	target, primary := h.deployment("podinfo"), h.deployment("podinfo-primary")
+	want, err := primaryTemplate(target, configRefs(&target.Spec.Template.Spec))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return equality.Semantic.DeepEqual(want, primary.Spec.Template)
+}
+
+func TestGoldenSuccessfulRollout(t *testing.T) {
+	h := newHarness(t)
+	h.app(3, "6.0.0")
+	h.create(seedCanary(h.ns))
+	h.runUntil(sluicev1.CanaryPhaseInitialized, 10)
+	if got := *h.deployment("podinfo").Spec.Replicas; got != 0 {
+		t.Fatalf("target not scaled to zero after initialization: %d", got)
+	}
+	if got := *h.deployment("podinfo-primary").Spec.Replicas; got != 3 {
+		t.Fatalf("primary replicas %d, want 3", got)
+	}
+
+	h.setImage("6.0.1")
+	var weights []int32
+	for i := 0; i < 40 && h.last.Phase != sluicev1.CanaryPhaseSucceeded; i++ {
+		h.tick()
+		w := h.routeWeights()
+		if w.Primary+w.Canary != 100 {
+			t.Fatalf("route weights %d/%d do not sum to 100", w.Primary, w.Canary)
+		}
+		if h.last.Phase == sluicev1.CanaryPhaseProgressing && (len(weights) == 0 || weights[len(weights)-1] != w.Canary) {
+			weights = append(weights, w.Canary)
+		}
+		if h.last.Phase == sluicev1.CanaryPhaseSucceeded && !h.primaryMatchesTarget() {
+			t.Fatal("Succeeded before the primary runs the canary's template")
+		}
+	}
+	if h.last.Phase != sluicev1.CanaryPhaseSucceeded {
+		t.Fatalf("not promoted:\n%s", strings.Join(h.log, "\n"))
+	}
+	if !slices.Equal(weights, []int32{0, 10, 20, 30, 40, 50}) {
+		t.Fatalf("weights %v, want 0..50 by 10", weights)
+	}
+	if img := h.deployment("podinfo-primary").Spec.Template.Spec.Containers[0].Image; !strings.HasSuffix(img, ":6.0.1") {
+		t.Fatalf("primary image %s after promotion", img)
+	}
+	c := h.canary()
+	if c.Status.LastPromotedSpec != c.Status.LastAppliedSpec || len(c.Status.Analysis) == 0 {
+		t.Fatalf("status after promotion: %+v", c.Status)
+	}
+	assertGolden(t, "envtest-successful-rollout", h.log)
+}
+
+func TestGoldenRollbackAfterFiveFailedChecks(t *testing.T) {
+	h := newHarness(t)
+	h.analyzer.fail = func(w int32) bool { return w >= 20 }
+	h.app(2, "6.0.0")
+	h.create(seedCanary(h.ns))
+	h.runUntil(sluicev1.CanaryPhaseInitialized, 10)
+	h.setImage("6.0.1-bad")
+	h.runUntil(sluicev1.CanaryPhaseFailed, 40)
+
+	c := h.canary()
+	if c.Status.FailedChecks != 5 || c.Status.CanaryWeight != 0 {
+		t.Fatalf("after rollback: failed=%d weight=%d", c.Status.FailedChecks, c.Status.CanaryWeight)
+	}
+	if w := h.routeWeights(); w.Primary != 100 || w.Canary != 0 {
+		t.Fatalf("route after rollback %d/%d", w.Primary, w.Canary)
+	}
+	if got := *h.deployment("podinfo").Spec.Replicas; got != 0 {
+		t.Fatalf("canary not scaled down: %d", got)
+	}
+	if img := h.deployment("podinfo-primary").Spec.Template.Spec.Containers[0].Image; !strings.HasSuffix(img, ":6.0.0") {
+		t.Fatalf("primary changed to %s", img)
+	}
+	promoted := findCondition(c, sluicev1.ConditionPromoted)
+	if promoted == nil || promoted.Status != "False" || !strings.Contains(promoted.Message, "request-success-rate") {
+		t.Fatalf("Promoted condition does not explain the rollback: %+v", promoted)
+	}
+	before := h.analyzer.Calls()
+	for i := 0; i < 5; i++ {
+		h.tick()
+	}
+	if h.analyzer.Calls() != before || h.last.Phase != sluicev1.CanaryPhaseFailed {
+		t.Fatal("a failed canary ran analysis again or changed phase without a new revision")
+	}
+	assertGolden(t, "envtest-rollback", h.log)
+}
+
+func TestWeightPlansOnAPIServer(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		set  func(*sluicev1.CanaryAnalysis)
+		want []int32
+	}{
+		{"15-61", func(a *sluicev1.CanaryAnalysis) { a.StepWeight, a.MaxWeight = 15, 61 }, []int32{0, 15, 30, 45, 60, 61}},
+		{"7-50", func(a *sluicev1.CanaryAnalysis) { a.StepWeight, a.MaxWeight = 7, 50 }, []int32{0, 7, 14, 21, 28, 35, 42, 49, 50}},
+		{"30-100", func(a *sluicev1.CanaryAnalysis) { a.StepWeight, a.MaxWeight = 30, 100 }, []int32{0, 30, 60, 90, 100}},
+		{"list-1-2-10-80", func(a *sluicev1.CanaryAnalysis) {
+			a.StepWeight, a.MaxWeight, a.StepWeights = 0, 0, []int32{1, 2, 10, 80}
+		},
+			[]int32{0, 1, 2, 10, 80}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.app(1, "1")
+			c := seedCanary(h.ns)
+			tt.set(&c.Spec.Analysis)
+			h.create(c)
+			h.runUntil(sluicev1.CanaryPhaseInitialized, 10)
+			h.setImage("2")
+			var weights []int32
+			for i := 0; i < 40 && h.last.Phase != sluicev1.CanaryPhaseSucceeded; i++ {
+				h.tick()
+				w := h.routeWeights()
+				if w.Primary+w.Canary != 100 {
+					t.Fatalf("weights %d/%d", w.Primary, w.Canary)
+				}
+				if h.last.Phase == sluicev1.CanaryPhaseProgressing && (len(weights) == 0 || weights[len(weights)-1] != w.Canary) {
+					weights = append(weights, w.Canary)
+				}
+				if h.last.Phase == sluicev1.CanaryPhaseSucceeded && !h.primaryMatchesTarget() {
+					t.Fatal("Succeeded before the primary's template equals the canary's")
+				}
+			}
+			if !slices.Equal(weights, tt.want) || h.last.Phase != sluicev1.CanaryPhaseSucceeded {
+				t.Fatalf("weights %v (phase %s), want %v", weights, h.last.Phase, tt.want)
+			}
+		})
+	}
+}
+
+func TestConfigMapChangeStartsRun(t *testing.T) {
+	h := newHarness(t)
+	h.app(1, "1")
+	h.create(seedCanary(h.ns))
+	h.runUntil(sluicev1.CanaryPhaseInitialized, 10)
+	primaryCM := &corev1.ConfigMap{}
+	if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "podinfo-config-primary"}, primaryCM); err != nil {
+		t.Fatalf("primary config copy missing: %v", err)
+	}
+	if ref := h.deployment("podinfo-primary").Spec.Template.Spec.Containers[0].EnvFrom[0].ConfigMapRef.Name; ref != "podinfo-config-primary" {
+		t.Fatalf("primary references %s", ref)
+	}
+	// Nothing changes: ticks stay quiet.
+	h.tick()
+	if h.last.Phase != sluicev1.CanaryPhaseInitialized {
+		t.Fatalf("phase %s without a change", h.last.Phase)
+	}
+	cm := &corev1.ConfigMap{}
+	if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "podinfo-config"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["mode"] = "v2"
+	if err := h.c.Update(h.ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	h.tick()
+	if h.last.Phase != sluicev1.CanaryPhaseProgressing {
+		t.Fatalf("a ConfigMap change did not start a run: phase %s", h.last.Phase)
+	}
+	h.runUntil(sluicev1.CanaryPhaseSucceeded, 40)
+	if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "podinfo-config-primary"}, primaryCM); err != nil || primaryCM.Data["mode"] != "v2" {
+		t.Fatalf("promotion did not copy the config: %v %v", primaryCM.Data, err)
+	}
+}
+
+func TestRevisionBackToPrimaryCancelsRun(t *testing.T) {
+	h := newHarness(t)
+	h.app(2, "1")
+	h.create(seedCanary(h.ns))
+	h.runUntil(sluicev1.CanaryPhaseInitialized, 10)
+	promoted := h.canary().Status.LastPromotedSpec
+	h.setImage("2")
+	for h.last.CanaryWeight < 20 {
+		h.tick()
+	}
+	h.setImage("1")
+	h.tick()
+	c := h.canary()
+	if c.Status.Phase != sluicev1.CanaryPhaseSucceeded || c.Status.CanaryWeight != 0 || c.Status.LastAppliedSpec != promoted {
+		t.Fatalf("after reverting the target: phase %s weight %d applied %s (promoted %s)",
+			c.Status.Phase, c.Status.CanaryWeight, c.Status.LastAppliedSpec, promoted)
+	}
+	if w := h.routeWeights(); w.Canary != 0 {
+		t.Fatalf("route still sends %d%% to the canary", w.Canary)
+	}
+	if got := *h.deployment("podinfo").Spec.Replicas; got != 0 {
+		t.Fatalf("canary not scaled down: %d", got)
+	}
+}
+
+func findCondition(c *sluicev1.Canary, typ string) *metav1.Condition {
+	for i := range c.Status.Conditions {
+		if c.Status.Conditions[i].Type == typ {
+			return &c.Status.Conditions[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,221 @@
+package canary
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/canary/plan"
+)
+
+// workloadOf summarises a Deployment for the plan.
+func workloadOf(d *appsv1.Deployment, revision string) plan.Workload {
+	desired := int32(1)
+	if d.Spec.Replicas != nil {
+		desired = *d.Spec.Replicas
+	}
+	s := d.Status
+	return plan.Workload{
+		Exists: true, Revision: revision, Desired: desired, Ready: s.ReadyReplicas, Updated: s.UpdatedReplicas,
+		RolledOut: s.ObservedGeneration >= d.Generation && s.UpdatedReplicas >= desired &&
+			s.Replicas <= s.UpdatedReplicas,
+	}
+}
+
+// trackedConfigs reads the checksums of the ConfigMaps and Secrets the target references.
+// A missing optional one is skipped; a missing required one stalls the Canary.
+func (r *Reconciler) trackedConfigs(ctx context.Context, ns string, refs []configRef) (map[string]string, error) {
+	out := make(map[string]string, len(refs))
+	for _, ref := range refs {
+		key := client.ObjectKey{Namespace: ns, Name: ref.Name}
+		var sum string
+		var err error
+		switch ref.Kind {
+		case kindConfigMap:
+			cm := &corev1.ConfigMap{}
+			if err = r.Get(ctx, key, cm); err == nil {
+				sum = configChecksum(cm.Data, cm.BinaryData)
+			}
+		case kindSecret:
+			s := &corev1.Secret{}
+			if err = r.Get(ctx, key, s); err == nil {
+				sum = configChecksum(s.StringData, s.Data)
+			}
+		}
+		switch {
+		case apierrors.IsNotFound(err) && ref.Optional:
+			continue
+		case apierrors.IsNotFound(err):
+			return nil, stalled(sluicev1.ReasonTargetNotFound, "%s %s referenced by the target not found", ref.Kind, ref.Name)
+		case err != nil:
+			return nil, fmt.Errorf("reading %s %s: %w", ref.Kind, ref.Name, err)
+		}
+		out[ref.Key()] = sum
+	}
+	return out, nil
+}
+
+// ensureServices creates or corrects the apex, primary and canary Services. Only the selector,
+// ports and the sluice label are managed; nothing is written when they match.
+func (r *Reconciler) ensureServices(ctx context.Context, canary *sluicev1.Canary, target *appsv1.Deployment) error {
+	desired, err := desiredServices(canary, target)
+	if err != nil {
+		return stalled(sluicev1.ReasonInvalidSpec, "%w", err)
+	}
+	for _, want := range desired {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: want.Namespace}}
+		_, err := controllerutil.CreateOrPatch(ctx, r.Client, svc, func() error {
+			if svc.Labels == nil {
+				svc.Labels = map[string]string{}
+			}
+			maps.Copy(svc.Labels, want.Labels)
+			svc.Spec.Selector = want.Spec.Selector
+			if !portsMatch(svc.Spec.Ports, want.Spec.Ports) {
+				svc.Spec.Ports = want.Spec.Ports
+			}
+			if svc.CreationTimestamp.IsZero() {
+				svc.Spec.Type = want.Spec.Type
+				return controllerutil.SetControllerReference(canary, svc, r.Scheme)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("reconciling service %s: %w", want.Name, err)
+		}
+	}
+	return nil
+}
+
+// portsMatch compares the fields Sluice sets, ignoring what the apiserver defaults (NodePort).
+func portsMatch(have, want []corev1.ServicePort) bool {
+	if len(have) != len(want) {
+		return false
+	}
+	for i := range want {
+		h, w := have[i], want[i]
+		if h.Name != w.Name || h.Port != w.Port || h.TargetPort != w.TargetPort || h.Protocol != w.Protocol ||
+			!equality.Semantic.DeepEqual(h.AppProtocol, w.AppProtocol) {
+			return false
+		}
+	}
+	return true
+}
+
+// ensurePrimary returns the primary Deployment, creating it (and the -primary config copies) from
+// the target when it does not exist yet.
+func (r *Reconciler) ensurePrimary(ctx context.Context, canary *sluicev1.Canary, target *appsv1.Deployment,
+	refs []configRef, revision string) (*appsv1.Deployment, error) {
+	primary := &appsv1.Deployment{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: primaryName(target.Name)}, primary)
+	if err == nil {
+		return primary, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading primary deployment: %w", err)
+	}
+	if err := r.copyConfigs(ctx, canary, refs); err != nil {
+		return nil, err
+	}
+	primary, err = newPrimary(canary, target, refs, revision)
+	if err != nil {
+		return nil, stalled(sluicev1.ReasonInvalidSpec, "%w", err)
+	}
+	if err := controllerutil.SetControllerReference(canary, primary, r.Scheme); err != nil {
+		return nil, err
+	}
+	if err := r.Create(ctx, primary); err != nil {
+		return nil, fmt.Errorf("creating primary deployment %s: %w", primary.Name, err)
+	}
+	canary.Status.Phase = sluicev1.CanaryPhaseInitializing
+	r.record(ctx, canary, corev1.EventTypeNormal, "PrimaryCreated",
+		fmt.Sprintf("Created %s from %s at revision %s", primary.Name, target.Name, revision))
+	return primary, nil
+}
+
+// copyConfigs writes <name>-primary copies of the tracked ConfigMaps and Secrets, owned by the
+// Canary. Missing optional configs are skipped.
+func (r *Reconciler) copyConfigs(ctx context.Context, canary *sluicev1.Canary, refs []configRef) error {
+	for _, ref := range refs {
+		key := client.ObjectKey{Namespace: canary.Namespace, Name: ref.Name}
+		var src, dst client.Object
+		switch ref.Kind {
+		case kindConfigMap:
+			src, dst = &corev1.ConfigMap{}, &corev1.ConfigMap{}
+		default:
+			src, dst = &corev1.Secret{}, &corev1.Secret{}
+		}
+		if err := r.Get(ctx, key, src); err != nil {
+			if apierrors.IsNotFound(err) && ref.Optional {
+				continue
+			}
+			return fmt.Errorf("reading %s %s: %w", ref.Kind, ref.Name, err)
+		}
+		dst.SetName(primaryName(ref.Name))
+		dst.SetNamespace(canary.Namespace)
+		_, err := controllerutil.CreateOrPatch(ctx, r.Client, dst, func() error {
+			switch d := dst.(type) {
+			case *corev1.ConfigMap:
+				s := src.(*corev1.ConfigMap)
+				d.Data, d.BinaryData = s.Data, s.BinaryData
+			case *corev1.Secret:
+				s := src.(*corev1.Secret)
+				d.Data, d.Type = s.Data, s.Type
+			}
+			labels := dst.GetLabels()
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels[LabelCanary] = canary.Name
+			dst.SetLabels(labels)
+			return controllerutil.SetControllerReference(canary, dst, r.Scheme)
+		})
+		if err != nil {
+			return fmt.Errorf("copying %s %s to %s: %w", ref.Kind, ref.Name, primaryName(ref.Name), err)
+		}
+	}
+	return nil
+}
+
+// promotePrimary copies the target's template and tracked configs to the primary at revision.
+func (r *Reconciler) promotePrimary(ctx context.Context, canary *sluicev1.Canary, target, primary *appsv1.Deployment,
+	refs []configRef, revision string) error {
+	if err := r.copyConfigs(ctx, canary, refs); err != nil {
+		return err
+	}
+	tpl, err := primaryTemplate(target, refs)
+	if err != nil {
+		return stalled(sluicev1.ReasonInvalidSpec, "%w", err)
+	}
+	patch := client.MergeFrom(primary.DeepCopy())
+	primary.Spec.Template = tpl
+	if primary.Annotations == nil {
+		primary.Annotations = map[string]string{}
+	}
+	primary.Annotations[AnnotationRevision] = revision
+	if err := r.Patch(ctx, primary, patch); err != nil {
+		return fmt.Errorf("promoting primary %s: %w", primary.Name, err)
+	}
+	return nil
+}
+
+// scale sets a Deployment's replicas when they differ.
+func (r *Reconciler) scale(ctx context.Context, d *appsv1.Deployment, replicas int32) error {
+	if d.Spec.Replicas != nil && *d.Spec.Replicas == replicas {
+		return nil
+	}
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Spec.Replicas = &replicas
+	if err := r.Patch(ctx, d, patch); err != nil {
+		return fmt.Errorf("scaling %s to %d: %w", d.Name, replicas, err)
+	}
+	return nil
+}

@@ -1,0 +1,350 @@
+package plan
+
+import (
+	"fmt"
+	"time"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+)
+
+// Event reasons recorded by Decide.
+const (
+	EventInitialized   = "Initialized"
+	EventNewRevision   = "NewRevision"
+	EventRestarted     = "RunRestarted"
+	EventWaiting       = "Waiting"
+	EventAdvanced      = "WeightAdvanced"
+	EventCheckFailed   = "CheckFailed"
+	EventRollback      = "RolledBack"
+	EventPromoting     = "Promoting"
+	EventFinalising    = "Finalising"
+	EventSucceeded     = "Succeeded"
+	EventWeightsDrift  = "WeightsRestored"
+	EventDeadline      = "ProgressDeadlineExceeded"
+	EventRevisionMatch = "RevisionMatchesPrimary"
+	EventRunCancelled  = "RunCancelled"
+)
+
+// Decide returns the next step of the Canary's lifecycle for what was observed in one tick.
+func Decide(o Observed) Decision {
+	d := Decision{Status: *o.Status.DeepCopy(), RequeueAfter: Interval(o.Spec)}
+	switch o.Status.Phase {
+	case "", sluicev1.CanaryPhaseInitializing:
+		initialize(o, &d)
+	case sluicev1.CanaryPhaseInitialized, sluicev1.CanaryPhaseSucceeded, sluicev1.CanaryPhaseFailed:
+		idle(o, &d)
+	case sluicev1.CanaryPhaseWaiting:
+		waiting(o, &d)
+	case sluicev1.CanaryPhaseProgressing, sluicev1.CanaryPhaseWaitingPromotion:
+		progress(o, &d)
+	case sluicev1.CanaryPhasePromoting:
+		promote(o, &d)
+	case sluicev1.CanaryPhaseFinalising:
+		finalise(o, &d)
+	default:
+		// Terminating/Terminated are handled by the controller's deletion path.
+	}
+	restoreDriftedWeights(o, &d)
+	return d
+}
+
+// initialize waits for the primary to become ready, then routes everything to it and scales the
+// target down.
+func initialize(o Observed, d *Decision) {
+	d.setPhase(sluicev1.CanaryPhaseInitializing, o.Now)
+	if !o.Primary.IsReady(PrimaryReadyThreshold(o.Spec)) {
+		d.RequeueAfter = PollInterval
+		return
+	}
+	d.setWeight(0)
+	d.do(ActionScaleCanaryDown)
+	d.Status.LastAppliedSpec = o.Primary.Revision
+	d.Status.LastPromotedSpec = o.Primary.Revision
+	d.Status.TrackedConfigs = o.TrackedConfigs
+	d.setPhase(sluicev1.CanaryPhaseInitialized, o.Now)
+	d.normal(EventInitialized, fmt.Sprintf("Initialization done: primary %s ready, all traffic on the primary", o.Primary.Revision))
+}
+
+// idle watches for a new revision while no run is in flight and keeps the target scaled down.
+func idle(o Observed, d *Decision) {
+	switch o.Revision {
+	case o.Status.LastAppliedSpec:
+		if o.Canary.Desired > 0 {
+			d.do(ActionScaleCanaryDown)
+		}
+	case o.Status.LastPromotedSpec:
+		// The target went back to what the primary runs: nothing to deliver.
+		d.Status.LastAppliedSpec = o.Revision
+		d.Status.TrackedConfigs = o.TrackedConfigs
+		d.normal(EventRevisionMatch, fmt.Sprintf("Revision %s is what the primary runs; no canary run", o.Revision))
+		if o.Canary.Desired > 0 {
+			d.do(ActionScaleCanaryDown)
+		}
+	default:
+		newRun(o, d)
+	}
+}
+
+// waiting holds a due run until nothing holds it any more.
+func waiting(o Observed, d *Decision) {
+	if o.Revision == o.Status.LastAppliedSpec || o.Revision == o.Status.LastPromotedSpec {
+		d.setPhase(sluicev1.CanaryPhaseSucceeded, o.Now)
+		idle(o, d)
+		return
+	}
+	newRun(o, d)
+}
+
+// newRun starts a run of o.Revision unless something holds it.
+func newRun(o Observed, d *Decision) {
+	if o.Hold != nil {
+		if d.Status.Phase != sluicev1.CanaryPhaseWaiting {
+			d.normal(EventWaiting, fmt.Sprintf("New revision %s waits: %s", o.Revision, o.Hold.Message))
+		}
+		d.setPhase(sluicev1.CanaryPhaseWaiting, o.Now)
+		d.RequeueAfter = holdRequeue(o)
+		return
+	}
+	if o.Spec.SkipAnalysis {
+		startRun(o, d)
+		d.normal(EventNewRevision, fmt.Sprintf("New revision %s detected; skipAnalysis set, promoting", o.Revision))
+		startPromotion(o, d)
+		return
+	}
+	startRun(o, d)
+	d.normal(EventNewRevision, fmt.Sprintf("New revision %s detected, starting canary analysis", o.Revision))
+}
+
+// startRun resets the run's progress and scales the canary up at weight 0.
+func startRun(o Observed, d *Decision) {
+	s := &d.Status
+	s.LastAppliedSpec = o.Revision
+	s.TrackedConfigs = o.TrackedConfigs
+	s.FailedChecks = 0
+	s.Iterations = 0
+	s.PreRolloutPassed = false
+	s.Analysis = nil
+	s.Notifications = nil
+	s.LastStepTime = nil
+	s.LastProgressTime = stamp(o.Now)
+	d.setWeight(0)
+	d.do(ActionScaleCanaryUp)
+	d.setPhase(sluicev1.CanaryPhaseProgressing, o.Now)
+	d.RequeueAfter = PollInterval
+}
+
+// progress runs the analysis steps: check, then advance the weight or count a failed check.
+func progress(o Observed, d *Decision) {
+	if o.Revision != o.Status.LastAppliedSpec && o.Revision == o.Status.LastPromotedSpec {
+		cancelRun(o, d)
+		return
+	}
+	if o.Revision != o.Status.LastAppliedSpec {
+		d.warning(EventRestarted, fmt.Sprintf("New revision %s during the run of %s; restarting from weight 0", o.Revision, o.Status.LastAppliedSpec))
+		startRun(o, d)
+		return
+	}
+	if rolledBack(o, d) {
+		return
+	}
+	if wait, ok := stepBlocked(o); ok {
+		d.RequeueAfter = wait
+		if o.Hold != nil && o.Status.CanaryWeight == 0 && !o.Canary.IsReady(CanaryReadyThreshold(o.Spec)) {
+			d.RequeueAfter = PollInterval
+		}
+		return
+	}
+	s := &d.Status
+	if o.Status.CanaryWeight > 0 {
+		if o.Check == nil {
+			// The controller runs the analysis when AnalysisDue says so; without it, look again.
+			d.RequeueAfter = PollInterval
+			return
+		}
+		s.Iterations++
+		s.LastStepTime = stamp(o.Now)
+		s.Analysis = o.Check.Results
+		if o.Check.Failed {
+			s.FailedChecks++
+			d.warning(EventCheckFailed, fmt.Sprintf("Check %d failed (%d/%d): %s", s.Iterations, s.FailedChecks, Threshold(o.Spec), o.Check.Summary))
+			if s.FailedChecks >= Threshold(o.Spec) {
+				rollback(o, d, fmt.Sprintf("failed checks threshold reached (%d): %s", s.FailedChecks, o.Check.Summary))
+			}
+			return
+		}
+		if o.Spec.Analysis.FailedChecksMode == "Consecutive" {
+			s.FailedChecks = 0
+		}
+	}
+	s.LastProgressTime = stamp(o.Now)
+	s.LastStepTime = stamp(o.Now)
+	next, ok := NextWeight(Steps(o.Spec.Analysis), o.Status.CanaryWeight)
+	if !ok {
+		startPromotion(o, d)
+		return
+	}
+	d.setWeight(next)
+	d.normal(EventAdvanced, fmt.Sprintf("Advance canary weight to %d", next))
+}
+
+// cancelRun ends a run whose target went back to the revision the primary runs: there is nothing
+// left to deliver, so traffic returns to the primary and the canary scales down.
+func cancelRun(o Observed, d *Decision) {
+	d.setWeight(0)
+	d.do(ActionScaleCanaryDown)
+	d.Status.LastAppliedSpec = o.Revision
+	d.Status.TrackedConfigs = o.TrackedConfigs
+	d.setPhase(sluicev1.CanaryPhaseSucceeded, o.Now)
+	d.normal(EventRunCancelled, fmt.Sprintf("Target reverted to the primary's revision %s; run cancelled, all traffic on the primary", o.Revision))
+}
+
+// rolledBack rolls the run back when failed checks reached the threshold or the progress deadline
+// passed, and reports whether it did.
+func rolledBack(o Observed, d *Decision) bool {
+	if o.Status.FailedChecks >= Threshold(o.Spec) {
+		rollback(o, d, fmt.Sprintf("failed checks threshold reached (%d)", o.Status.FailedChecks))
+		return true
+	}
+	if deadlinePassed(o) {
+		d.warning(EventDeadline, fmt.Sprintf("No progress for %s (progressDeadlineSeconds)", ProgressDeadline(o.Spec)))
+		rollback(o, d, "progress deadline exceeded")
+		return true
+	}
+	return false
+}
+
+func deadlinePassed(o Observed) bool {
+	last := o.Status.LastProgressTime
+	return last != nil && o.Now.Sub(last.Time) > ProgressDeadline(o.Spec)
+}
+
+// stepBlocked reports whether the next check or step must wait, and for how long: the canary is
+// not ready, a hold applies, or the interval since the last step has not passed.
+func stepBlocked(o Observed) (time.Duration, bool) {
+	if !o.Canary.IsReady(CanaryReadyThreshold(o.Spec)) {
+		return PollInterval, true
+	}
+	if o.Hold != nil {
+		return holdRequeue(o), true
+	}
+	if last := o.Status.LastStepTime; last != nil {
+		if due := last.Add(Interval(o.Spec)); o.Now.Before(due) {
+			return due.Sub(o.Now), true
+		}
+	}
+	return 0, false
+}
+
+// AnalysisDue reports whether the controller must run the analysis before calling Decide: a run
+// is in flight, traffic is on the canary, and the next check is due.
+func AnalysisDue(o Observed) bool {
+	switch o.Status.Phase {
+	case sluicev1.CanaryPhaseProgressing, sluicev1.CanaryPhaseWaitingPromotion:
+	default:
+		return false
+	}
+	if o.Revision != o.Status.LastAppliedSpec || o.Status.CanaryWeight == 0 {
+		return false
+	}
+	if o.Status.FailedChecks >= Threshold(o.Spec) || deadlinePassed(o) {
+		return false
+	}
+	_, blocked := stepBlocked(o)
+	return !blocked
+}
+
+// rollback routes all traffic to the primary, scales the canary down and fails the run.
+func rollback(o Observed, d *Decision, reason string) {
+	d.setWeight(0)
+	d.do(ActionScaleCanaryDown)
+	d.setPhase(sluicev1.CanaryPhaseFailed, o.Now)
+	d.RequeueAfter = Interval(o.Spec)
+	d.warning(EventRollback, fmt.Sprintf("Rolling back %s: %s", o.Status.LastAppliedSpec, reason))
+}
+
+// startPromotion begins copying the canary's template and configs to the primary.
+func startPromotion(o Observed, d *Decision) {
+	d.setPhase(sluicev1.CanaryPhasePromoting, o.Now)
+	d.Status.LastProgressTime = stamp(o.Now)
+	d.do(ActionPromotePrimary)
+	d.RequeueAfter = PollInterval
+	d.normal(EventPromoting, fmt.Sprintf("Copying revision %s to the primary", d.Status.LastAppliedSpec))
+}
+
+// promote waits for the promoted primary, then shifts traffic back to it.
+func promote(o Observed, d *Decision) {
+	promoted := o.Primary.Revision == o.Status.LastAppliedSpec
+	if !promoted && o.Revision != o.Status.LastAppliedSpec && o.Revision == o.Status.LastPromotedSpec {
+		cancelRun(o, d)
+		return
+	}
+	if !promoted && o.Revision != o.Status.LastAppliedSpec {
+		// The target changed before its predecessor reached the primary: never promote an
+		// unanalysed revision; start over with the new one.
+		d.warning(EventRestarted, fmt.Sprintf("New revision %s before promotion of %s; restarting from weight 0", o.Revision, o.Status.LastAppliedSpec))
+		startRun(o, d)
+		return
+	}
+	if deadlinePassed(o) {
+		d.warning(EventDeadline, fmt.Sprintf("Primary not promoted within %s (progressDeadlineSeconds)", ProgressDeadline(o.Spec)))
+		rollback(o, d, "progress deadline exceeded during promotion")
+		return
+	}
+	if !promoted {
+		d.do(ActionPromotePrimary)
+		d.RequeueAfter = PollInterval
+		return
+	}
+	if !o.Primary.IsReady(PrimaryReadyThreshold(o.Spec)) {
+		d.RequeueAfter = PollInterval
+		return
+	}
+	if last := o.Status.LastStepTime; o.Spec.Analysis.StepWeightPromotion > 0 && last != nil {
+		if due := last.Add(Interval(o.Spec)); o.Now.Before(due) {
+			d.RequeueAfter = due.Sub(o.Now)
+			return
+		}
+	}
+	w := PromotionWeight(o.Spec.Analysis, o.Status.CanaryWeight)
+	d.setWeight(w)
+	d.Status.LastStepTime = stamp(o.Now)
+	d.Status.LastProgressTime = stamp(o.Now)
+	if w > 0 {
+		d.normal(EventAdvanced, fmt.Sprintf("Promotion: canary weight down to %d", w))
+		d.RequeueAfter = Interval(o.Spec)
+		return
+	}
+	d.setPhase(sluicev1.CanaryPhaseFinalising, o.Now)
+	d.RequeueAfter = time.Millisecond
+	d.normal(EventFinalising, "All traffic on the promoted primary; scaling the canary down")
+}
+
+// finalise scales the canary down and records the promotion.
+func finalise(o Observed, d *Decision) {
+	d.do(ActionScaleCanaryDown)
+	d.Status.LastPromotedSpec = o.Status.LastAppliedSpec
+	d.setPhase(sluicev1.CanaryPhaseSucceeded, o.Now)
+	d.normal(EventSucceeded, fmt.Sprintf("Promotion of %s completed", o.Status.LastAppliedSpec))
+}
+
+// restoreDriftedWeights puts the route back to the status weight when someone else changed it.
+func restoreDriftedWeights(o Observed, d *Decision) {
+	if !o.RouteKnown || d.Has(ActionSetWeights) || o.RouteWeight == d.Status.CanaryWeight {
+		return
+	}
+	switch d.Status.Phase {
+	case "", sluicev1.CanaryPhaseInitializing:
+		return // the route is not ours to correct before initialization routes it
+	}
+	d.setWeight(d.Status.CanaryWeight)
+	d.warning(EventWeightsDrift, fmt.Sprintf("Route had canary weight %d, restored to %d", o.RouteWeight, d.Status.CanaryWeight))
+}
+
+func holdRequeue(o Observed) time.Duration {
+	if o.Hold != nil && o.Hold.Until.After(o.Now) {
+		if wait := o.Hold.Until.Sub(o.Now); wait < Interval(o.Spec) {
+			return wait
+		}
+	}
+	return Interval(o.Spec)
+}

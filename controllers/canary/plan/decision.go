@@ -1,0 +1,139 @@
+package plan
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+)
+
+// Action is one piece of I/O the controller carries out for a Decision, in order.
+type Action string
+
+const (
+	// ActionScaleCanaryUp scales the target to the primary's replica count (at least 1).
+	ActionScaleCanaryUp Action = "ScaleCanaryUp"
+	// ActionScaleCanaryDown scales the target to zero replicas.
+	ActionScaleCanaryDown Action = "ScaleCanaryDown"
+	// ActionPromotePrimary copies the target's pod template and tracked configs to the primary.
+	ActionPromotePrimary Action = "PromotePrimary"
+	// ActionSetWeights routes Decision.Status.CanaryWeight percent to the canary and the rest to
+	// the primary, in one write.
+	ActionSetWeights Action = "SetWeights"
+)
+
+// Event is a Kubernetes event to record on the Canary.
+type Event struct {
+	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning.
+	Type    string
+	Reason  string
+	Message string
+}
+
+// Decision is what to do in this tick.
+type Decision struct {
+	// Status is the Canary's next status, to be written only when every action succeeded.
+	// Conditions are left to the controller.
+	Status sluicev1.CanaryStatus
+	// Actions to carry out, in order.
+	Actions []Action
+	// Events to record, one per transition.
+	Events []Event
+	// RequeueAfter is when to look again.
+	RequeueAfter time.Duration
+}
+
+// Has reports whether the decision carries action a.
+func (d *Decision) Has(a Action) bool {
+	for _, x := range d.Actions {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *Decision) do(a ...Action) { d.Actions = append(d.Actions, a...) }
+
+func (d *Decision) normal(reason, msg string) {
+	d.Events = append(d.Events, Event{Type: corev1.EventTypeNormal, Reason: reason, Message: msg})
+}
+
+func (d *Decision) warning(reason, msg string) {
+	d.Events = append(d.Events, Event{Type: corev1.EventTypeWarning, Reason: reason, Message: msg})
+}
+
+// setPhase moves to phase p, stamping lastTransitionTime when it changes.
+func (d *Decision) setPhase(p sluicev1.CanaryPhase, now time.Time) {
+	if d.Status.Phase != p {
+		d.Status.Phase = p
+		t := metav1.NewTime(now)
+		d.Status.LastTransitionTime = &t
+	}
+}
+
+// setWeight routes w percent to the canary.
+func (d *Decision) setWeight(w int32) {
+	d.Status.CanaryWeight = w
+	if !d.Has(ActionSetWeights) {
+		d.do(ActionSetWeights)
+	}
+}
+
+func stamp(t time.Time) *metav1.Time {
+	mt := metav1.NewTime(t)
+	return &mt
+}
+
+// Timing and threshold defaults, as in Flagger.
+const (
+	DefaultInterval                = time.Minute
+	DefaultThreshold               = 5
+	DefaultProgressDeadlineSeconds = 600
+	DefaultReadyThreshold          = 100
+	// PollInterval is how soon to look again while waiting for a workload to become ready.
+	PollInterval = 2 * time.Second
+)
+
+// Interval is the analysis interval (default 1m).
+func Interval(spec sluicev1.CanarySpec) time.Duration {
+	if d, err := time.ParseDuration(spec.Analysis.Interval); err == nil && d > 0 {
+		return d
+	}
+	return DefaultInterval
+}
+
+// Threshold is the number of failed checks that rolls a run back (default 5).
+func Threshold(spec sluicev1.CanarySpec) int32 {
+	if spec.Analysis.Threshold > 0 {
+		return spec.Analysis.Threshold
+	}
+	return DefaultThreshold
+}
+
+// ProgressDeadline is how long a run may go without progress (default 600 s).
+func ProgressDeadline(spec sluicev1.CanarySpec) time.Duration {
+	if spec.ProgressDeadlineSeconds != nil && *spec.ProgressDeadlineSeconds > 0 {
+		return time.Duration(*spec.ProgressDeadlineSeconds) * time.Second
+	}
+	return DefaultProgressDeadlineSeconds * time.Second
+}
+
+func readyThreshold(p *int32) int32 {
+	if p == nil {
+		return DefaultReadyThreshold
+	}
+	return *p
+}
+
+// PrimaryReadyThreshold is spec.analysis.primaryReadyThreshold (default 100 percent).
+func PrimaryReadyThreshold(spec sluicev1.CanarySpec) int32 {
+	return readyThreshold(spec.Analysis.PrimaryReadyThreshold)
+}
+
+// CanaryReadyThreshold is spec.analysis.canaryReadyThreshold (default 100 percent).
+func CanaryReadyThreshold(spec sluicev1.CanarySpec) int32 {
+	return readyThreshold(spec.Analysis.CanaryReadyThreshold)
+}

@@ -1,0 +1,6 @@
+// Package plan is the canary lifecycle as pure functions: given everything the controller
+// observed in one tick (the Canary's spec and status, the target's revision, primary and canary
+// readiness, the route's weights, the outcome of an analysis run), Decide returns the next status,
+// the ordered actions to carry out, the events to record and when to look again. It does no I/O
+// and reads no clock: Observed.Now is the only time, so whole rollouts are simulated in tests.
+package plan

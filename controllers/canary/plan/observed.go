@@ -1,0 +1,85 @@
+package plan
+
+import (
+	"time"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+)
+
+// Observed is everything Decide needs, gathered by the controller in one tick.
+type Observed struct {
+	// Now is the time of this tick.
+	Now time.Time
+	// Spec and Status are the Canary's, as read at the start of the tick.
+	Spec   sluicev1.CanarySpec
+	Status sluicev1.CanaryStatus
+	// Revision is the target's current revision: a hash of its pod template and tracked configs.
+	Revision string
+	// TrackedConfigs are the checksums Revision was computed from ("configmap/NAME" → sum).
+	TrackedConfigs map[string]string
+	// Primary and Canary describe the <target>-primary Deployment and the target itself.
+	Primary, Canary Workload
+	// RouteWeight is the canary weight in percent read back from the route object this tick;
+	// RouteKnown is false when the route could not be read (e.g. not created yet).
+	RouteWeight int32
+	RouteKnown  bool
+	// Check is the outcome of the analysis the controller ran this tick because AnalysisDue said
+	// so; nil when no analysis ran.
+	Check *Check
+	// Hold, when set, keeps a new run from starting and a running one from advancing a step
+	// (progression window closed, cap on simultaneous rollouts reached).
+	Hold *Hold
+}
+
+// Workload is the observed state of a Deployment.
+type Workload struct {
+	// Exists is false when the Deployment is missing.
+	Exists bool
+	// Revision is the revision the workload runs (primary: its sluice.dev/revision annotation).
+	Revision string
+	// Desired is spec.replicas; Ready and Updated are status.readyReplicas and updatedReplicas.
+	Desired, Ready, Updated int32
+	// RolledOut is true when the Deployment controller has observed the latest generation and
+	// every replica runs the current template.
+	RolledOut bool
+}
+
+// ReadyPercent is the percentage (0–100) of desired replicas that are ready; 0 when none are
+// desired.
+func (w Workload) ReadyPercent() int32 {
+	if w.Desired <= 0 {
+		return 0
+	}
+	p := w.Ready * 100 / w.Desired
+	if p > 100 {
+		p = 100
+	}
+	return p
+}
+
+// IsReady reports whether the workload runs its current template with at least threshold percent
+// (0–100) of its desired replicas ready, and at least one ready replica: a backend with zero ready
+// endpoints never counts as ready.
+func (w Workload) IsReady(threshold int32) bool {
+	return w.Exists && w.RolledOut && w.Ready > 0 && w.ReadyPercent() >= threshold
+}
+
+// Check is the outcome of one analysis run.
+type Check struct {
+	// Failed is true when the check counts as a failed check.
+	Failed bool
+	// Summary names the failing metrics with their values; empty when the check passed.
+	Summary string
+	// Results are the per-metric verdicts, recorded in status.
+	Results []sluicev1.MetricResult
+}
+
+// Hold is a reason a run may not start or advance now.
+type Hold struct {
+	// Reason is a condition reason, e.g. sluicev1.ReasonOutsideWindow.
+	Reason string
+	// Message says why and until when, e.g. "outside progression windows; next opens at …".
+	Message string
+	// Until is when to look again; zero means one interval.
+	Until time.Time
+}

@@ -1,0 +1,343 @@
+package plan
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/utils/ptr"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// world is a simulated cluster for whole-rollout runs of Decide: Deployments become ready at once
+// (unless held), the route holds whatever weight was last set, and analysis answers by a function.
+type world struct {
+	now              time.Time
+	start            time.Time
+	spec             sluicev1.CanarySpec
+	status           sluicev1.CanaryStatus
+	targetRevision   string
+	primaryRevision  string
+	primaryReplicas  int32
+	canaryReplicas   int32
+	canaryNeverReady bool
+	routeWeight      int32
+	analysis         func(w *world) Check
+	log              []string
+	// invariants
+	weightsSeen []int32
+}
+
+func newWorld(spec sluicev1.CanarySpec) *world {
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	return &world{
+		now: start, start: start, spec: spec,
+		targetRevision: "rev-1", primaryReplicas: 2, canaryReplicas: 2,
+		analysis: func(*world) Check { return Check{} },
+	}
+}
+
+func (w *world) observe() Observed {
+	canaryReady := w.canaryReplicas
+	if w.canaryNeverReady {
+		canaryReady = 0
+	}
+	return Observed{
+		Now: w.now, Spec: w.spec, Status: w.status, Revision: w.targetRevision,
+		Primary: Workload{Exists: w.primaryRevision != "", Revision: w.primaryRevision,
+			Desired: w.primaryReplicas, Ready: w.primaryReplicas, Updated: w.primaryReplicas, RolledOut: true},
+		Canary: Workload{Exists: true, Revision: w.targetRevision, Desired: w.canaryReplicas,
+			Ready: canaryReady, Updated: w.canaryReplicas, RolledOut: true},
+		RouteWeight: w.routeWeight, RouteKnown: true,
+	}
+}
+
+// tick runs one reconcile: analysis when due, Decide, then the actions.
+func (w *world) tick(t *testing.T) Decision {
+	t.Helper()
+	o := w.observe()
+	if AnalysisDue(o) {
+		c := w.analysis(w)
+		o.Check = &c
+	}
+	d := Decide(o)
+	for _, a := range d.Actions {
+		switch a {
+		case ActionScaleCanaryUp:
+			w.canaryReplicas = w.primaryReplicas
+		case ActionScaleCanaryDown:
+			w.canaryReplicas = 0
+		case ActionPromotePrimary:
+			w.primaryRevision = w.targetRevision
+		case ActionSetWeights:
+			if d.Status.CanaryWeight < 0 || d.Status.CanaryWeight > 100 {
+				t.Fatalf("weight %d outside 0..100", d.Status.CanaryWeight)
+			}
+			if d.Status.CanaryWeight > 0 && (w.canaryReplicas == 0 || w.canaryNeverReady) {
+				t.Fatalf("weight %d routed to a canary with no ready replicas", d.Status.CanaryWeight)
+			}
+			w.routeWeight = d.Status.CanaryWeight
+			if d.Status.Phase == sluicev1.CanaryPhaseProgressing {
+				w.weightsSeen = append(w.weightsSeen, w.routeWeight)
+			}
+		}
+	}
+	if d.Status.Phase == sluicev1.CanaryPhaseSucceeded && w.status.Phase != sluicev1.CanaryPhaseSucceeded &&
+		w.primaryRevision != d.Status.LastAppliedSpec {
+		t.Fatalf("Succeeded while the primary runs %s, not %s", w.primaryRevision, d.Status.LastAppliedSpec)
+	}
+	before := w.status
+	w.status = d.Status
+	w.record(before, d)
+	w.now = w.now.Add(d.RequeueAfter)
+	return d
+}
+
+func (w *world) record(before sluicev1.CanaryStatus, d Decision) {
+	s := d.Status
+	if before.Phase == s.Phase && before.CanaryWeight == s.CanaryWeight &&
+		before.FailedChecks == s.FailedChecks && len(d.Events) == 0 {
+		return
+	}
+	line := fmt.Sprintf("%6s  %-16s weight=%-3d primary=%-3d failed=%d", w.now.Sub(w.start), s.Phase,
+		s.CanaryWeight, 100-s.CanaryWeight, s.FailedChecks)
+	for _, e := range d.Events {
+		line += fmt.Sprintf("  [%s] %s", e.Reason, e.Message)
+	}
+	w.log = append(w.log, line)
+}
+
+// runUntil ticks until the phase is one of want after a run started, or fails after max ticks.
+func (w *world) runUntil(t *testing.T, max int, want ...sluicev1.CanaryPhase) {
+	t.Helper()
+	for i := 0; i < max; i++ {
+		w.tick(t)
+		if slices.Contains(want, w.status.Phase) {
+			return
+		}
+	}
+	t.Fatalf("phase %s after %d ticks, want one of %v\n%s", w.status.Phase, max, want, strings.Join(w.log, "\n"))
+}
+
+// initialized brings a fresh world to Initialized (the controller created the primary from rev-1).
+func (w *world) initialized(t *testing.T) {
+	t.Helper()
+	w.primaryRevision = w.targetRevision
+	w.runUntil(t, 5, sluicev1.CanaryPhaseInitialized)
+}
+
+func assertGolden(t *testing.T, name string, lines []string) {
+	t.Helper()
+	got := strings.Join(lines, "\n") + "\n"
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading golden file (run with -update to create): %v", err)
+	}
+	if got != string(want) {
+		t.Fatalf("log differs from %s (run with -update after checking):\n--- got\n%s--- want\n%s", path, got, want)
+	}
+}
+
+func seedSpec() sluicev1.CanarySpec {
+	return sluicev1.CanarySpec{
+		TargetRef: sluicev1.TargetReference{Kind: "Deployment", Name: "user-service"},
+		Service:   sluicev1.CanaryService{Port: 8080},
+		Analysis: sluicev1.CanaryAnalysis{Interval: "1m", Threshold: 5, MaxWeight: 50, StepWeight: 10,
+			Metrics: []sluicev1.CanaryMetric{
+				{Name: "request-success-rate", ThresholdRange: &sluicev1.ThresholdRange{Min: ptr.To(99.0)}},
+				{Name: "request-duration", ThresholdRange: &sluicev1.ThresholdRange{Max: ptr.To(500.0)}},
+			}},
+	}
+}
+
+func passing(w *world) Check {
+	return Check{Results: []sluicev1.MetricResult{{Name: "request-success-rate", Verdict: sluicev1.VerdictPass, Value: "99.80"}}}
+}
+
+func failingFrom(weight int32) func(w *world) Check {
+	return func(w *world) Check {
+		if w.status.CanaryWeight < weight {
+			return passing(w)
+		}
+		return Check{Failed: true, Summary: "request-success-rate: Fail, value 80.00 outside [99, +Inf]",
+			Results: []sluicev1.MetricResult{{Name: "request-success-rate", Verdict: sluicev1.VerdictFail, Value: "80.00"}}}
+	}
+}
+
+func TestGoldenSuccessfulRollout(t *testing.T) {
+	w := newWorld(seedSpec())
+	w.analysis = passing
+	w.initialized(t)
+	w.targetRevision = "rev-2"
+	w.runUntil(t, 50, sluicev1.CanaryPhaseSucceeded)
+	if !slices.Equal(w.weightsSeen, []int32{0, 10, 20, 30, 40, 50}) {
+		t.Errorf("weights %v, want 0 10 20 30 40 50", w.weightsSeen)
+	}
+	if w.routeWeight != 0 || w.canaryReplicas != 0 || w.primaryRevision != "rev-2" {
+		t.Errorf("after promotion: route %d, canary replicas %d, primary %s", w.routeWeight, w.canaryReplicas, w.primaryRevision)
+	}
+	assertGolden(t, "successful-rollout", w.log)
+}
+
+func TestGoldenRollbackAfterFailedChecks(t *testing.T) {
+	w := newWorld(seedSpec())
+	w.analysis = failingFrom(20)
+	w.initialized(t)
+	w.targetRevision = "rev-2"
+	w.runUntil(t, 50, sluicev1.CanaryPhaseFailed)
+	if w.status.FailedChecks != 5 || w.routeWeight != 0 || w.canaryReplicas != 0 || w.primaryRevision != "rev-1" {
+		t.Errorf("after rollback: failed %d, route %d, canary replicas %d, primary %s",
+			w.status.FailedChecks, w.routeWeight, w.canaryReplicas, w.primaryRevision)
+	}
+	// Failed is stable: more ticks do nothing until a new revision.
+	for i := 0; i < 5; i++ {
+		if d := w.tick(t); len(d.Events) != 0 || w.status.Phase != sluicev1.CanaryPhaseFailed {
+			t.Fatalf("Failed canary acted again: %+v", d)
+		}
+	}
+	assertGolden(t, "rollback-failed-checks", w.log)
+}
+
+func TestGoldenNewRevisionRestartsRun(t *testing.T) {
+	w := newWorld(seedSpec())
+	w.analysis = passing
+	w.initialized(t)
+	w.targetRevision = "rev-2"
+	for w.status.CanaryWeight < 30 {
+		w.tick(t)
+	}
+	w.targetRevision = "rev-3"
+	w.tick(t)
+	if w.status.CanaryWeight != 0 || w.status.LastAppliedSpec != "rev-3" || w.status.Phase != sluicev1.CanaryPhaseProgressing {
+		t.Fatalf("after new revision: weight %d, applied %s, phase %s", w.status.CanaryWeight, w.status.LastAppliedSpec, w.status.Phase)
+	}
+	w.runUntil(t, 50, sluicev1.CanaryPhaseSucceeded)
+	if w.primaryRevision != "rev-3" {
+		t.Fatalf("primary runs %s, want rev-3", w.primaryRevision)
+	}
+	assertGolden(t, "new-revision-restarts", w.log)
+}
+
+func TestGoldenProgressDeadlineRollsBackOnce(t *testing.T) {
+	spec := seedSpec()
+	spec.ProgressDeadlineSeconds = ptr.To[int32](60)
+	w := newWorld(spec)
+	w.initialized(t)
+	w.targetRevision = "rev-2"
+	w.canaryNeverReady = true
+	w.runUntil(t, 200, sluicev1.CanaryPhaseFailed)
+	for i := 0; i < 10; i++ {
+		w.tick(t)
+	}
+	rollbacks := 0
+	for _, l := range w.log {
+		rollbacks += strings.Count(l, "["+EventRollback+"]")
+	}
+	if rollbacks != 1 {
+		t.Fatalf("%d rollbacks, want exactly 1\n%s", rollbacks, strings.Join(w.log, "\n"))
+	}
+	assertGolden(t, "progress-deadline", w.log)
+}
+
+func TestGoldenStepWeightPromotion(t *testing.T) {
+	spec := seedSpec()
+	spec.Analysis.StepWeightPromotion = 20
+	w := newWorld(spec)
+	w.analysis = passing
+	w.initialized(t)
+	w.targetRevision = "rev-2"
+	w.runUntil(t, 50, sluicev1.CanaryPhaseSucceeded)
+	assertGolden(t, "step-weight-promotion", w.log)
+}
+
+func TestWeightPlans(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		analysis sluicev1.CanaryAnalysis
+		want     []int32
+	}{
+		{"15/61", sluicev1.CanaryAnalysis{StepWeight: 15, MaxWeight: 61}, []int32{0, 15, 30, 45, 60, 61}},
+		{"7/50", sluicev1.CanaryAnalysis{StepWeight: 7, MaxWeight: 50}, []int32{0, 7, 14, 21, 28, 35, 42, 49, 50}},
+		{"30/100", sluicev1.CanaryAnalysis{StepWeight: 30, MaxWeight: 100}, []int32{0, 30, 60, 90, 100}},
+		{"1,2,10,80", sluicev1.CanaryAnalysis{StepWeights: []int32{1, 2, 10, 80}}, []int32{0, 1, 2, 10, 80}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := seedSpec()
+			spec.Analysis.StepWeight, spec.Analysis.MaxWeight = tt.analysis.StepWeight, tt.analysis.MaxWeight
+			spec.Analysis.StepWeights = tt.analysis.StepWeights
+			w := newWorld(spec)
+			w.analysis = passing
+			w.initialized(t)
+			w.targetRevision = "rev-2"
+			w.runUntil(t, 100, sluicev1.CanaryPhaseSucceeded)
+			if !slices.Equal(w.weightsSeen, tt.want) {
+				t.Fatalf("weights %v, want %v", w.weightsSeen, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecideTable(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	ready := Workload{Exists: true, RolledOut: true, Desired: 2, Ready: 2, Updated: 2, Revision: "rev-1"}
+	base := func() Observed {
+		return Observed{Now: now, Spec: seedSpec(), Revision: "rev-1", Primary: ready, Canary: Workload{Exists: true, RolledOut: true},
+			RouteKnown: true, Status: sluicev1.CanaryStatus{Phase: sluicev1.CanaryPhaseSucceeded, LastAppliedSpec: "rev-1", LastPromotedSpec: "rev-1"}}
+	}
+	tests := []struct {
+		name      string
+		mutate    func(*Observed)
+		wantPhase sluicev1.CanaryPhase
+		wantW     int32
+		actions   []Action
+	}{
+		{"idle steady state does nothing", func(o *Observed) {}, sluicev1.CanaryPhaseSucceeded, 0, nil},
+		{"idle scales a scaled-up target down", func(o *Observed) { o.Canary.Desired = 3 }, sluicev1.CanaryPhaseSucceeded, 0, []Action{ActionScaleCanaryDown}},
+		{"idle restores drifted weights", func(o *Observed) { o.RouteWeight = 30 }, sluicev1.CanaryPhaseSucceeded, 0, []Action{ActionSetWeights}},
+		{"new revision starts a run at 0", func(o *Observed) { o.Revision = "rev-2" }, sluicev1.CanaryPhaseProgressing, 0, []Action{ActionSetWeights, ActionScaleCanaryUp}},
+		{"new revision held waits", func(o *Observed) {
+			o.Revision = "rev-2"
+			o.Hold = &Hold{Reason: sluicev1.ReasonRolloutCapReached, Message: "2 canaries progressing (cap 2)"}
+		}, sluicev1.CanaryPhaseWaiting, 0, nil},
+		{"revert to promoted revision after failure runs nothing", func(o *Observed) {
+			o.Status.Phase, o.Status.LastAppliedSpec = sluicev1.CanaryPhaseFailed, "rev-2"
+		}, sluicev1.CanaryPhaseFailed, 0, nil},
+		{"failed revision is not retried", func(o *Observed) {
+			o.Revision, o.Status.Phase, o.Status.LastAppliedSpec = "rev-2", sluicev1.CanaryPhaseFailed, "rev-2"
+		}, sluicev1.CanaryPhaseFailed, 0, nil},
+		{"skipAnalysis promotes directly", func(o *Observed) { o.Revision = "rev-2"; o.Spec.SkipAnalysis = true },
+			sluicev1.CanaryPhasePromoting, 0, []Action{ActionSetWeights, ActionScaleCanaryUp, ActionPromotePrimary}},
+		{"threshold reached in a gate wait rolls back", func(o *Observed) {
+			o.Status.Phase, o.Status.LastAppliedSpec, o.Status.CanaryWeight, o.Status.FailedChecks = sluicev1.CanaryPhaseWaitingPromotion, "rev-1", 50, 5
+			o.RouteWeight = 50
+		}, sluicev1.CanaryPhaseFailed, 0, []Action{ActionSetWeights, ActionScaleCanaryDown}},
+		{"no weight for an unready canary", func(o *Observed) {
+			o.Status.Phase, o.Status.LastProgressTime = sluicev1.CanaryPhaseProgressing, stamp(now)
+			o.Canary = Workload{Exists: true, RolledOut: true, Desired: 2, Ready: 0}
+		}, sluicev1.CanaryPhaseProgressing, 0, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := base()
+			tt.mutate(&o)
+			d := Decide(o)
+			if d.Status.Phase != tt.wantPhase || d.Status.CanaryWeight != tt.wantW || !slices.Equal(d.Actions, tt.actions) {
+				t.Fatalf("got phase %s weight %d actions %v; want %s %d %v", d.Status.Phase, d.Status.CanaryWeight, d.Actions, tt.wantPhase, tt.wantW, tt.actions)
+			}
+		})
+	}
+}

@@ -1,0 +1,92 @@
+package canary
+
+import (
+	"context"
+
+	istionetv1 "istio.io/client-go/pkg/apis/networking/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+)
+
+// Field indexes on Canaries.
+const (
+	indexTarget  = "spec.targetRef.name"
+	indexConfigs = "status.trackedConfigs"
+)
+
+// SetupWithManager registers the controller: it reconciles Canaries, the Deployments, Services and
+// routes they own, target Deployments (by index) and tracked ConfigMaps and Secrets (by index).
+// Route kinds whose CRDs are not installed are not watched. maxConcurrent bounds the workers.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, maxConcurrent int) error {
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &sluicev1.Canary{}, indexTarget, func(o client.Object) []string {
+		return []string{o.(*sluicev1.Canary).Spec.TargetRef.Name}
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &sluicev1.Canary{}, indexConfigs, func(o client.Object) []string {
+		var keys []string
+		for k := range o.(*sluicev1.Canary).Status.TrackedConfigs {
+			keys = append(keys, k)
+		}
+		return keys
+	}); err != nil {
+		return err
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("canary").
+		For(&sluicev1.Canary{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexTarget, func(o client.Object) string {
+			return o.GetName()
+		}))).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexConfigs, func(o client.Object) string {
+			return kindConfigMap + "/" + o.GetName()
+		}))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexConfigs, func(o client.Object) string {
+			return kindSecret + "/" + o.GetName()
+		}))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent})
+	mapper := mgr.GetRESTMapper()
+	if installed(mapper, schema.GroupKind{Group: gwv1.GroupName, Kind: "HTTPRoute"}) {
+		b = b.Owns(&gwv1.HTTPRoute{})
+	}
+	if installed(mapper, schema.GroupKind{Group: "networking.istio.io", Kind: "VirtualService"}) {
+		b = b.Owns(&istionetv1.VirtualService{})
+	}
+	return b.Complete(r)
+}
+
+// byIndex maps an object to the Canaries in its namespace whose index holds keyOf(object).
+func (r *Reconciler) byIndex(index string, keyOf func(client.Object) string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		list := &sluicev1.CanaryList{}
+		if err := r.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{index: keyOf(o)}); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for i := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return reqs
+	}
+}
+
+func installed(mapper meta.RESTMapper, gk schema.GroupKind) bool {
+	_, err := mapper.RESTMapping(gk)
+	return err == nil
+}
