@@ -1,0 +1,73 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"sluice.dev/sluice/test/testenv"
+)
+
+// TestCanaryTableColumns reads the server-side table for canaries (what `kubectl get canary`
+// prints) and checks the columns and one row's values.
+func TestCanaryTableColumns(t *testing.T) {
+	testenv.Require(t, env)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	c := seedCanary()
+	c.Namespace = ns
+	if err := env.Client.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	c.Status.Phase = "Progressing"
+	c.Status.CanaryWeight = 20
+	c.Status.FailedChecks = 2
+	now := metav1.Now()
+	c.Status.LastTransitionTime = &now
+	if err := env.Client.Status().Update(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+
+	hc, err := rest.HTTPClientFor(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("%s/apis/sluice.dev/v1alpha1/namespaces/%s/canaries", strings.TrimSuffix(env.Config.Host, "/"), ns)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET table: %s: %s", resp.Status, body)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(body, &table); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, col := range table.ColumnDefinitions {
+		names = append(names, col.Name)
+	}
+	want := []string{"Name", "Status", "Weight", "FailedChecks", "LastTransition"}
+	if fmt.Sprint(names) != fmt.Sprint(want) {
+		t.Fatalf("columns %v, want %v", names, want)
+	}
+	if len(table.Rows) != 1 {
+		t.Fatalf("%d rows", len(table.Rows))
+	}
+	cells := table.Rows[0].Cells
+	if cells[0] != "user-service" || cells[1] != "Progressing" || cells[2] != float64(20) || cells[3] != float64(2) || cells[4] == "" {
+		t.Fatalf("row %v", cells)
+	}
+}
