@@ -112,10 +112,11 @@ func run(ctx context.Context, cfg config) error {
 func Setup(ctx context.Context, mgr ctrl.Manager, cfg config) error {
 	c := mgr.GetClient()
 	r := &canary.Reconciler{
-		Client:   c,
-		Scheme:   mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("sluice"),
-		Clock:    clock.RealClock{},
+		Client:    c,
+		APIReader: mgr.GetAPIReader(),
+		Scheme:    mgr.GetScheme(),
+		Recorder:  mgr.GetEventRecorder("sluice"),
+		Clock:     clock.RealClock{},
 		Analyzer: analysis.NewEngine(c, analysis.Options{DefaultAddress: cfg.metricsServer,
 			ScrapeInterval: cfg.scrapeInterval, QueryTimeout: cfg.queryTimeout}),
 		Routers: map[sluicev1.Provider]providers.Router{

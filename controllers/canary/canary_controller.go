@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
@@ -49,8 +50,12 @@ type Options struct {
 // nothing is written when nothing changed.
 type Reconciler struct {
 	client.Client
-	Scheme   *runtime.Scheme
-	Recorder events.EventRecorder
+	// APIReader reads around the cache. Before running a check (a side effect that must not run
+	// twice) the Canary is re-read through it to make sure the cached copy is current.
+	// Default: none (trust the cache).
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
 	// Clock is the only source of time (a fake in tests). Default: the real clock.
 	Clock    clock.PassiveClock
 	Analyzer Analyzer
@@ -82,7 +87,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	base := canary.DeepCopy()
 	defer func() {
-		if err := r.patchStatus(ctx, base, canary); err != nil {
+		err := r.patchStatus(ctx, base, canary)
+		switch {
+		case apierrors.IsConflict(err):
+			// The cached Canary was stale: drop this tick's status and decide again shortly.
+			log.FromContext(ctx).V(1).Info("Status patch conflicted; retrying", "error", err.Error())
+			result = ctrl.Result{RequeueAfter: staleRetry}
+		case err != nil:
 			retErr = errors.Join(retErr, err)
 		}
 	}()
@@ -90,8 +101,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if !canary.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, canary)
 	}
-	if err := r.reconcileFinalizer(ctx, canary); err != nil {
-		return ctrl.Result{}, err
+	if changed, err := r.reconcileFinalizer(ctx, canary); err != nil || changed {
+		// The finalizer patch moved the resourceVersion: start the next tick from a fresh read.
+		base.ResourceVersion = canary.ResourceVersion
+		return ctrl.Result{RequeueAfter: staleRetry}, err
 	}
 	if canary.Spec.Suspend {
 		markSuspended(canary)
@@ -100,11 +113,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	return r.reconcileRun(ctx, canary)
 }
 
-// reconcileFinalizer adds the finalizer when revertOnDeletion is set and removes it otherwise.
-func (r *Reconciler) reconcileFinalizer(ctx context.Context, canary *sluicev1.Canary) error {
+// reconcileFinalizer adds the finalizer when revertOnDeletion is set and removes it otherwise;
+// it reports whether it changed the Canary.
+func (r *Reconciler) reconcileFinalizer(ctx context.Context, canary *sluicev1.Canary) (bool, error) {
 	want := canary.Spec.RevertOnDeletion
 	if controllerutil.ContainsFinalizer(canary, Finalizer) == want {
-		return nil
+		return false, nil
 	}
 	patch := client.MergeFrom(canary.DeepCopy())
 	if want {
@@ -113,21 +127,38 @@ func (r *Reconciler) reconcileFinalizer(ctx context.Context, canary *sluicev1.Ca
 		controllerutil.RemoveFinalizer(canary, Finalizer)
 	}
 	if err := r.Patch(ctx, canary, patch); err != nil {
-		return fmt.Errorf("updating finalizers: %w", err)
+		return false, fmt.Errorf("updating finalizers: %w", err)
 	}
-	return nil
+	return true, nil
 }
 
 // patchStatus writes the status when it changed since base, as a merge patch of the status
-// subresource; it makes no request otherwise.
+// subresource guarded by base's resourceVersion; it makes no request otherwise.
+// errors: a conflict (the cached Canary was stale), API errors.
 func (r *Reconciler) patchStatus(ctx context.Context, base, canary *sluicev1.Canary) error {
 	if equality.Semantic.DeepEqual(base.Status, canary.Status) {
 		return nil
 	}
-	if err := r.Status().Patch(ctx, canary, client.MergeFrom(base)); err != nil {
+	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+	if err := r.Status().Patch(ctx, canary, patch); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("patching status of canary %s/%s: %w", canary.Namespace, canary.Name, err))
 	}
 	return nil
+}
+
+// staleRetry is how soon to look again when the cache turned out to lag behind our own writes.
+const staleRetry = 250 * time.Millisecond
+
+// isStale reports whether the cached Canary is older than what the apiserver holds.
+func (r *Reconciler) isStale(ctx context.Context, canary *sluicev1.Canary) (bool, error) {
+	if r.APIReader == nil {
+		return false, nil
+	}
+	live := &sluicev1.Canary{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(canary), live); err != nil {
+		return false, fmt.Errorf("reading canary: %w", err)
+	}
+	return live.ResourceVersion != canary.ResourceVersion, nil
 }
 
 func (r *Reconciler) now() time.Time {

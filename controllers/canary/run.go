@@ -101,6 +101,9 @@ func (r *Reconciler) step(ctx context.Context, canary *sluicev1.Canary) (ctrl.Re
 		o.Hold = hold
 	}
 	if plan.AnalysisDue(o) {
+		if stale, err := r.isStale(ctx, canary); err != nil || stale {
+			return ctrl.Result{RequeueAfter: staleRetry}, err
+		}
 		check, err := r.Analyzer.Analyze(ctx, canary, o.Now)
 		if err != nil {
 			return ctrl.Result{}, stalled(sluicev1.ReasonInvalidSpec, "analysis: %w", err)

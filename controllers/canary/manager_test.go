@@ -1,0 +1,197 @@
+package canary
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/providers"
+	"sluice.dev/sluice/providers/gatewayapi"
+)
+
+// runningManager is a Sluice manager started in the test process.
+type runningManager struct {
+	analyzer *scriptedAnalyzer
+	cancel   context.CancelFunc
+	done     chan error
+}
+
+// startManager runs a manager with the canary controller against env, watching namespace ns.
+// With leaseID set it uses leader election with that Lease name.
+func startManager(t *testing.T, ns, leaseID string, analyzer *scriptedAnalyzer) *runningManager {
+	t.Helper()
+	opts := ctrl.Options{
+		Scheme:                 env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Several managers run in one test process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	}
+	if leaseID != "" {
+		opts.LeaderElection = true
+		opts.LeaderElectionID = leaseID
+		opts.LeaderElectionNamespace = ns
+		opts.LeaseDuration = ptrDuration(4 * time.Second)
+		opts.RenewDeadline = ptrDuration(3 * time.Second)
+		opts.RetryPeriod = ptrDuration(500 * time.Millisecond)
+	}
+	mgr, err := ctrl.NewManager(env.Config, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mgr.GetClient()
+	r := &Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: &eventLog{}, Clock: clock.RealClock{},
+		Analyzer: analyzer, Routers: map[sluicev1.Provider]providers.Router{sluicev1.ProviderGatewayAPI: gatewayapi.New(c)}}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := r.SetupWithManager(ctx, mgr, 2); err != nil {
+		t.Fatal(err)
+	}
+	m := &runningManager{analyzer: analyzer, cancel: cancel, done: make(chan error, 1)}
+	go func() { m.done <- mgr.Start(ctx) }()
+	t.Cleanup(m.stop)
+	return m
+}
+
+func (m *runningManager) stop() {
+	if m.cancel == nil {
+		return
+	}
+	m.cancel()
+	<-m.done
+	m.cancel = nil
+}
+
+func ptrDuration(d time.Duration) *time.Duration { return &d }
+
+// playDeploymentController keeps marking the namespace's Deployments rolled out until the test
+// ends.
+func playDeploymentController(t *testing.T, ns string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			markDeploymentsRolledOut(t, env.Client, ns)
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+}
+
+// waitFor polls the Canary until cond holds or timeout passes.
+func waitFor(t *testing.T, ns, name string, timeout time.Duration, what string, cond func(*sluicev1.Canary) bool) *sluicev1.Canary {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	c := &sluicev1.Canary{}
+	for time.Now().Before(deadline) {
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, c); err == nil && cond(c) {
+			return c
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s; status %+v", timeout, what, c.Status)
+	return nil
+}
+
+// fastCanary is the seed's Canary with a 1 s interval so a manager test runs in seconds.
+func fastCanary(ns string) *sluicev1.Canary {
+	c := seedCanary(ns)
+	c.Spec.Analysis.Interval = "1s"
+	c.Spec.Analysis.Metrics = nil
+	return c
+}
+
+func TestRestartResumesAtSameStep(t *testing.T) {
+	h := newHarness(t)
+	h.app(2, "1")
+	playDeploymentController(t, h.ns)
+	failedOnce := false
+	var mu sync.Mutex
+	first := startManager(t, h.ns, "", &scriptedAnalyzer{fail: func(w int32) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if w == 10 && !failedOnce {
+			failedOnce = true
+			return true
+		}
+		return false
+	}})
+	c := fastCanary(h.ns)
+	c.Spec.Analysis.Metrics = seedCanary(h.ns).Spec.Analysis.Metrics
+	h.create(c)
+	waitFor(t, h.ns, "podinfo", 30*time.Second, "Initialized", func(c *sluicev1.Canary) bool {
+		return c.Status.Phase == sluicev1.CanaryPhaseInitialized
+	})
+	h.setImage("2")
+	waitFor(t, h.ns, "podinfo", 30*time.Second, "weight 20", func(c *sluicev1.Canary) bool {
+		return c.Status.CanaryWeight == 20
+	})
+	first.stop()
+	stopped := h.canary()
+	if stopped.Status.CanaryWeight != 20 || stopped.Status.FailedChecks != 1 {
+		t.Fatalf("stopped at weight %d with %d failed checks; want 20 and 1", stopped.Status.CanaryWeight, stopped.Status.FailedChecks)
+	}
+	iterationsAtStop := stopped.Status.Iterations
+
+	second := &scriptedAnalyzer{}
+	startManager(t, h.ns, "", second)
+	var seen []int32
+	final := waitFor(t, h.ns, "podinfo", 30*time.Second, "Succeeded", func(c *sluicev1.Canary) bool {
+		if len(seen) == 0 || seen[len(seen)-1] != c.Status.CanaryWeight {
+			seen = append(seen, c.Status.CanaryWeight)
+		}
+		return c.Status.Phase == sluicev1.CanaryPhaseSucceeded
+	})
+	if len(seen) < 2 || seen[0] != 20 || seen[1] != 30 {
+		t.Fatalf("weights after restart %v, want 20 then 30", seen)
+	}
+	if final.Status.FailedChecks != 1 {
+		t.Fatalf("failed checks after restart %d, want the 1 from before", final.Status.FailedChecks)
+	}
+	// Checks at 20, 30, 40 and 50 ran once each in the new manager: nothing ran twice.
+	if got, want := final.Status.Iterations-iterationsAtStop, int32(4); got != want || second.Calls() != 4 {
+		t.Fatalf("new manager ran %d checks (%d analyses), want %d", got, second.Calls(), want)
+	}
+}
+
+func TestLeaderElectionOneManagerActs(t *testing.T) {
+	h := newHarness(t)
+	h.app(1, "1")
+	playDeploymentController(t, h.ns)
+	lease := fmt.Sprintf("sluice-test-%d", time.Now().UnixNano()%100000)
+	a, b := &scriptedAnalyzer{}, &scriptedAnalyzer{}
+	startManager(t, h.ns, lease, a)
+	startManager(t, h.ns, lease, b)
+	c := fastCanary(h.ns)
+	c.Spec.Analysis.Metrics = seedCanary(h.ns).Spec.Analysis.Metrics
+	h.create(c)
+	waitFor(t, h.ns, "podinfo", 30*time.Second, "Initialized", func(c *sluicev1.Canary) bool {
+		return c.Status.Phase == sluicev1.CanaryPhaseInitialized
+	})
+	h.setImage("2")
+	final := waitFor(t, h.ns, "podinfo", 40*time.Second, "Succeeded", func(c *sluicev1.Canary) bool {
+		return c.Status.Phase == sluicev1.CanaryPhaseSucceeded
+	})
+	ca, cb := a.Calls(), b.Calls()
+	if (ca == 0) == (cb == 0) {
+		t.Fatalf("analyses: manager A %d, manager B %d; want exactly one manager acting", ca, cb)
+	}
+	if int32(ca+cb) != final.Status.Iterations || final.Status.Iterations != 5 {
+		t.Fatalf("%d analyses for %d iterations; want 5 checks (10..50), each once", ca+cb, final.Status.Iterations)
+	}
+	if !strings.HasPrefix(string(final.Status.Phase), "Succeeded") {
+		t.Fatal(final.Status.Phase)
+	}
+}

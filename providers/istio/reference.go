@@ -1,0 +1,111 @@
+package istio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	networkingv1 "istio.io/api/networking/v1"
+	istionetv1 "istio.io/client-go/pkg/apis/networking/v1"
+	istioapplyv1 "istio.io/client-go/pkg/applyconfiguration/networking/v1"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/providers"
+)
+
+// checkReferenced verifies that the referenced VirtualService exists and has at least one route
+// Sluice can split. errors: ErrRouteNotFound, ErrNoApexRoute, ErrUnsupportedRoute, API errors.
+func (r *Router) checkReferenced(ctx context.Context, canary *sluicev1.Canary) error {
+	vs, err := r.getVirtualService(ctx, canary, canary.Spec.Service.RouteRef.Name)
+	if err != nil {
+		return err
+	}
+	_, err = splitReferenced(vs, canary, providers.CanaryWeight(0))
+	return err
+}
+
+// splitReferenced returns vs's spec.http with the managed routes set to w.
+// errors: ErrNoApexRoute, ErrUnsupportedRoute.
+func splitReferenced(vs *istionetv1.VirtualService, canary *sluicev1.Canary, w providers.Weights) ([]*networkingv1.HTTPRoute, error) {
+	http, managed, err := scopeOf(canary).splitHTTP(vs.Spec.GetHttp(), w)
+	if err != nil {
+		return nil, fmt.Errorf("VirtualService %s/%s: %w", vs.Namespace, vs.Name, err)
+	}
+	if managed == 0 {
+		return nil, noApexRoute(vs, canary)
+	}
+	return http, nil
+}
+
+// setReferenced edits the managed destinations of the referenced VirtualService to w. Before the
+// first edit it records the spec in AnnotationOriginalRoute. errors: see SetRoutes.
+func (r *Router) setReferenced(ctx context.Context, canary *sluicev1.Canary, w providers.Weights) error {
+	vs, err := r.getVirtualService(ctx, canary, canary.Spec.Service.RouteRef.Name)
+	if err != nil {
+		return err
+	}
+	http, err := splitReferenced(vs, canary, w)
+	if err != nil {
+		return err
+	}
+	if httpEqual(http, vs.Spec.GetHttp()) {
+		return nil
+	}
+	original, ok := vs.Annotations[AnnotationOriginalRoute]
+	if !ok {
+		b, err := protojson.Marshal(&vs.Spec)
+		if err != nil {
+			return fmt.Errorf("recording the original spec of VirtualService %s/%s: %w", vs.Namespace, vs.Name, err)
+		}
+		original = string(b)
+	}
+	return r.applyHTTP(ctx, vs, http, map[string]string{AnnotationOriginalRoute: original})
+}
+
+// finalizeReferenced restores spec.http from AnnotationOriginalRoute and drops the annotation.
+// errors: an annotation that is not a VirtualService spec, API errors.
+func (r *Router) finalizeReferenced(ctx context.Context, canary *sluicev1.Canary) error {
+	vs, err := r.getVirtualService(ctx, canary, canary.Spec.Service.RouteRef.Name)
+	if err != nil {
+		if errors.Is(err, providers.ErrRouteNotFound) {
+			return nil
+		}
+		return err
+	}
+	original, ok := vs.Annotations[AnnotationOriginalRoute]
+	if !ok {
+		return nil
+	}
+	spec := &networkingv1.VirtualService{}
+	if err := protojson.Unmarshal([]byte(original), spec); err != nil {
+		return fmt.Errorf("VirtualService %s/%s: annotation %s is not a VirtualService spec: %w",
+			vs.Namespace, vs.Name, AnnotationOriginalRoute, err)
+	}
+	return r.applyHTTP(ctx, vs, spec.GetHttp(), nil)
+}
+
+// applyHTTP applies spec.http and Sluice's annotations (nil: none, which removes the ones Sluice
+// set) to vs, on the condition that vs is unchanged since it was read (resourceVersion).
+func (r *Router) applyHTTP(ctx context.Context, vs *istionetv1.VirtualService, http []*networkingv1.HTTPRoute, annotations map[string]string) error {
+	ac := istioapplyv1.VirtualService(vs.Name, vs.Namespace).WithResourceVersion(vs.ResourceVersion)
+	if annotations != nil {
+		ac.WithAnnotations(annotations)
+	}
+	ac.Spec = &networkingv1.VirtualService{Http: http}
+	return r.apply(ctx, &vsApply{ac})
+}
+
+// httpEqual reports whether two route lists are equal as protos.
+func httpEqual(a, b []*networkingv1.HTTPRoute) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !proto.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
