@@ -53,8 +53,13 @@ bench: tools ## Run benchmarks.
 
 ##@ Demo
 .PHONY: demo
-demo: tools ## Start a local control plane, install CRDs and samples, show the canaries.
+demo: cluster-tools prometheus ## Run a good and a bad release end to end on a local cluster.
+	@echo "make demo: building what is missing first (a cold build of the control plane takes ~15-20 minutes on 2 cores)"
 	go run ./hack/demo
+
+.PHONY: demo-up
+demo-up: cluster-tools prometheus ## Bring the demo stack up and keep it running (Ctrl-C stops it).
+	go run ./hack/demo -keep -dir $(CURDIR)/.cache/demo
 
 .PHONY: help
 help:

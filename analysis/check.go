@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
@@ -31,7 +32,9 @@ func (c Check) Failures() []sluicev1.MetricResult {
 }
 
 // Summary describes the failures in one line, e.g.
-// "request-success-rate: Fail, value 80.12 outside [99, +Inf]"; empty when the check passed.
+// "request-success-rate: Fail, value 80.12 outside [99, +Inf] (80.12 is below the minimum 99)";
+// empty when the check passed. "outside RANGE" appears only when the value lies outside the
+// threshold range (a metric within its range can still fail the primary comparison).
 func (c Check) Summary() string {
 	var parts []string
 	for _, r := range c.Failures() {
@@ -39,7 +42,7 @@ func (c Check) Summary() string {
 		if r.Value != "" {
 			s += ", value " + r.Value
 		}
-		if r.ThresholdRange != "" && r.Verdict == sluicev1.VerdictFail {
+		if r.Verdict == sluicev1.VerdictFail && outside(r.Value, r.ThresholdRange) {
 			s += " outside " + r.ThresholdRange
 		}
 		if r.Message != "" {
@@ -48,4 +51,15 @@ func (c Check) Summary() string {
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// outside reports whether the formatted value lies outside the formatted range; false when
+// either does not parse.
+func outside(value, rangeText string) bool {
+	v, err := strconv.ParseFloat(value, 64)
+	if err != nil {
+		return false
+	}
+	lo, hi, ok := parseRange(rangeText)
+	return ok && (v < lo || v > hi)
 }

@@ -10,20 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"sluice.dev/sluice/analysis"
-	sluicev1 "sluice.dev/sluice/api/v1alpha1"
-	"sluice.dev/sluice/controllers/canary"
-	"sluice.dev/sluice/controllers/scheme"
-	"sluice.dev/sluice/providers"
-	"sluice.dev/sluice/providers/gatewayapi"
-	"sluice.dev/sluice/providers/istio"
+	"sluice.dev/sluice/controllers/manager"
 )
 
 // config holds the manager's flags.
@@ -77,56 +67,22 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
-	opts := ctrl.Options{
-		Scheme:                  scheme.New(),
-		Metrics:                 metricsserver.Options{BindAddress: cfg.metricsAddr},
-		HealthProbeBindAddress:  cfg.probeAddr,
-		LeaderElection:          cfg.leaderElect,
-		LeaderElectionID:        cfg.leaderElectionID,
+	o := manager.Options{
+		MetricsAddr: cfg.metricsAddr, ProbeAddr: cfg.probeAddr,
+		LeaderElection: cfg.leaderElect, LeaderElectionID: cfg.leaderElectionID,
 		LeaderElectionNamespace: cfg.leaderElectionNS,
+		MaxConcurrentReconciles: cfg.maxConcurrent, MaxProgressing: cfg.maxProgressing,
+		MetricsServer: cfg.metricsServer, ScrapeInterval: cfg.scrapeInterval, QueryTimeout: cfg.queryTimeout,
 	}
-	if cfg.namespaces != "" {
-		opts.Cache.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range strings.Split(cfg.namespaces, ",") {
-			opts.Cache.DefaultNamespaces[strings.TrimSpace(ns)] = cache.Config{}
+	for _, ns := range strings.Split(cfg.namespaces, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			o.Namespaces = append(o.Namespaces, ns)
 		}
 	}
-	mgr, err := ctrl.NewManager(restCfg, opts)
+	mgr, err := manager.New(ctx, restCfg, o)
 	if err != nil {
-		return fmt.Errorf("creating manager: %w", err)
-	}
-	if err := Setup(ctx, mgr, cfg); err != nil {
 		return err
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return err
-	}
-	ctrl.Log.Info("Starting manager", "leaderElection", cfg.leaderElect, "namespaces", cfg.namespaces)
+	ctrl.Log.Info("Starting manager", "leaderElection", cfg.leaderElect, "namespaces", o.Namespaces)
 	return mgr.Start(ctx)
-}
-
-// Setup registers every Sluice controller with mgr.
-func Setup(ctx context.Context, mgr ctrl.Manager, cfg config) error {
-	c := mgr.GetClient()
-	r := &canary.Reconciler{
-		Client:    c,
-		APIReader: mgr.GetAPIReader(),
-		Scheme:    mgr.GetScheme(),
-		Recorder:  mgr.GetEventRecorder("sluice"),
-		Clock:     clock.RealClock{},
-		Analyzer: analysis.NewEngine(c, analysis.Options{DefaultAddress: cfg.metricsServer,
-			ScrapeInterval: cfg.scrapeInterval, QueryTimeout: cfg.queryTimeout}),
-		Routers: map[sluicev1.Provider]providers.Router{
-			sluicev1.ProviderGatewayAPI: gatewayapi.New(c),
-			sluicev1.ProviderIstio:      istio.New(c),
-		},
-		Options: canary.Options{MaxProgressing: cfg.maxProgressing, ScrapeInterval: cfg.scrapeInterval},
-	}
-	if err := r.SetupWithManager(ctx, mgr, cfg.maxConcurrent); err != nil {
-		return fmt.Errorf("setting up the canary controller: %w", err)
-	}
-	return nil
 }

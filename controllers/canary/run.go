@@ -105,6 +105,9 @@ func (r *Reconciler) step(ctx context.Context, canary *sluicev1.Canary) (ctrl.Re
 			return ctrl.Result{RequeueAfter: staleRetry}, err
 		}
 		check, err := r.Analyzer.Analyze(ctx, canary, o.Now)
+		if ctx.Err() != nil {
+			return ctrl.Result{}, ctx.Err()
+		}
 		if err != nil {
 			return ctrl.Result{}, stalled(sluicev1.ReasonInvalidSpec, "analysis: %w", err)
 		}

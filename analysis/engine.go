@@ -1,0 +1,124 @@
+package analysis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+)
+
+// Options configure an Engine.
+type Options struct {
+	// DefaultAddress is the Prometheus address used when neither the MetricTemplate nor the
+	// Canary's spec.metricsServer names one (the controller's --metrics-server flag), e.g.
+	// http://prometheus.monitoring:9090. Empty means no default.
+	DefaultAddress string
+	// ScrapeInterval is the Prometheus scrape interval; metric windows must be at least twice as
+	// long (see ValidateIntervals). Default 15s.
+	ScrapeInterval time.Duration
+	// QueryTimeout bounds one query, client and server side. Default 10s.
+	QueryTimeout time.Duration
+	// MaxConcurrentMetrics bounds how many metrics of one Analyze call are queried at the same
+	// time. Default 4.
+	MaxConcurrentMetrics int
+}
+
+// Engine evaluates a Canary's metrics against Prometheus. It is safe for concurrent use by
+// several reconciles and keeps one HTTP client per (address, credentials, TLS setting).
+type Engine struct {
+	reader  client.Reader
+	opts    Options
+	clients *clientCache
+}
+
+// NewEngine returns an Engine that reads MetricTemplates and their credential Secrets with reader
+// (a cached client is fine) and fills in the defaults of opts.
+func NewEngine(reader client.Reader, opts Options) *Engine {
+	if opts.ScrapeInterval <= 0 {
+		opts.ScrapeInterval = DefaultScrapeInterval
+	}
+	if opts.QueryTimeout <= 0 {
+		opts.QueryTimeout = 10 * time.Second
+	}
+	if opts.MaxConcurrentMetrics <= 0 {
+		opts.MaxConcurrentMetrics = 4
+	}
+	return &Engine{reader: reader, opts: opts, clients: newClientCache()}
+}
+
+// Analyze evaluates every metric of canary.Spec.Analysis.Metrics with instant queries at now and
+// returns one MetricResult per metric, in spec order: Pass, Fail, NoData, Skipped or Error, with
+// the value (2 decimals), the primary's value when compared, the threshold range, the rendered
+// query and a message explaining the verdict. A metric costs one query, two with compareToPrimary,
+// plus one request-count query when minRequestCount is set.
+//
+// Problems of one metric (an unreachable Prometheus, a missing MetricTemplate, a bad result) are
+// Error verdicts whose message gives the reason and the address. errors: ErrInvalidSpec and
+// ErrIntervalTooShort when the spec cannot be evaluated; ctx's error when ctx ends before every
+// metric is done (the partial check is not returned, so it is not counted).
+func (e *Engine) Analyze(ctx context.Context, canary *sluicev1.Canary, now time.Time) (Check, error) {
+	if err := ValidateSpec(canary); err != nil {
+		return Check{}, err
+	}
+	if err := ValidateIntervals(canary, e.opts.ScrapeInterval); err != nil {
+		return Check{}, err
+	}
+	metrics := canary.Spec.Analysis.Metrics
+	results := make([]sluicev1.MetricResult, len(metrics))
+	sem := make(chan struct{}, e.opts.MaxConcurrentMetrics)
+	var wg sync.WaitGroup
+	for i := range metrics {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			results[i] = e.evaluate(ctx, canary, &metrics[i], now)
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return Check{}, fmt.Errorf("analysis of %s/%s interrupted: %w", canary.Namespace, canary.Name, err)
+	}
+	check := Check{Results: results}
+	log.FromContext(ctx).V(1).Info("Analysed metrics", "metrics", len(results), "failed", check.Failed())
+	return check, nil
+}
+
+// Ready checks that every metrics server canary's metrics use answers a trivial query
+// (vector(1)), so a Canary can wait at initialization instead of failing its first checks.
+// Returns nil when all answer or there are no metrics. errors: for each server that does not
+// answer, an error wrapping ErrUnreachable that names the address and the reason (joined with
+// errors.Join); ErrNoMetricsServer, ErrTemplate or API errors when a server cannot be determined.
+func (e *Engine) Ready(ctx context.Context, canary *sluicev1.Canary) error {
+	servers := map[clientKey]server{}
+	var order []clientKey
+	var errs []error
+	for i := range canary.Spec.Analysis.Metrics {
+		m := &canary.Spec.Analysis.Metrics[i]
+		s, _, err := e.serverFor(ctx, canary, m)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("metric %q: %w", m.Name, err))
+			continue
+		}
+		if _, ok := servers[s.key()]; !ok {
+			servers[s.key()] = s
+			order = append(order, s.key())
+		}
+	}
+	for _, k := range order {
+		s := servers[k]
+		if _, err := e.query(ctx, s, "vector(1)", time.Time{}); err != nil {
+			if !errors.Is(err, ErrUnreachable) {
+				err = fmt.Errorf("%w: %s: %w", ErrUnreachable, s.address, err)
+			}
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

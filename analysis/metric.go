@@ -1,0 +1,198 @@
+package analysis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+)
+
+// plan is what one metric check runs: the queries, rendered, and where.
+type plan struct {
+	srv          server
+	query        string // canary value
+	primaryQuery string // primary value; only with compareToPrimary
+	countQuery   string // canary request count; only with minRequestCount
+	window       string // PromQL duration of the metric window
+}
+
+// serverFor returns the server metric m queries and, for template metrics, the MetricTemplate:
+// the template's provider address, else spec.metricsServer, else Options.DefaultAddress, with the
+// template's credentials and TLS setting. errors: ErrNoMetricsServer, ErrTemplate, API errors.
+func (e *Engine) serverFor(ctx context.Context, c *sluicev1.Canary, m *sluicev1.CanaryMetric) (server, *sluicev1.MetricTemplate, error) {
+	var s server
+	var tpl *sluicev1.MetricTemplate
+	if m.TemplateRef != nil {
+		var err error
+		if tpl, err = e.getTemplate(ctx, c, m); err != nil {
+			return server{}, nil, err
+		}
+		p := tpl.Spec.Provider
+		if p.Type != "" && p.Type != "prometheus" {
+			return server{}, nil, fmt.Errorf("%w: MetricTemplate %s/%s: provider type %q is not supported (want prometheus)",
+				ErrTemplate, tpl.Namespace, tpl.Name, p.Type)
+		}
+		s.address, s.insecureSkipVerify = p.Address, p.InsecureSkipVerify
+		if p.SecretRef != nil {
+			if s.creds, err = e.readCredentials(ctx, tpl.Namespace, p.SecretRef.Name); err != nil {
+				return server{}, nil, err
+			}
+		}
+	}
+	for _, a := range []string{c.Spec.MetricsServer, e.opts.DefaultAddress} {
+		if s.address == "" {
+			s.address = a
+		}
+	}
+	if s.address == "" {
+		return server{}, nil, fmt.Errorf("%w: set the MetricTemplate's provider.address, the Canary's spec.metricsServer or the controller's default",
+			ErrNoMetricsServer)
+	}
+	return s, tpl, nil
+}
+
+// planFor renders the queries of metric m. errors: ErrNoMetricsServer, ErrTemplate,
+// ErrInvalidSpec, API errors.
+func (e *Engine) planFor(ctx context.Context, c *sluicev1.Canary, m *sluicev1.CanaryMetric) (plan, error) {
+	w, err := metricWindow(c, m)
+	if err != nil {
+		return plan{}, err
+	}
+	p := plan{window: promDuration(w)}
+	var tpl *sluicev1.MetricTemplate
+	if p.srv, tpl, err = e.serverFor(ctx, c, m); err != nil {
+		return plan{}, err
+	}
+	if tpl != nil {
+		return p, p.renderTemplate(c, m, tpl)
+	}
+	return p, p.renderBuiltin(c, m)
+}
+
+func (p *plan) renderTemplate(c *sluicev1.Canary, m *sluicev1.CanaryMetric, tpl *sluicev1.MetricTemplate) error {
+	var err error
+	where := fmt.Sprintf("MetricTemplate %s/%s", tpl.Namespace, tpl.Name)
+	if p.query, err = RenderQuery(tpl.Spec.Query, templateVars(c, m, c.Spec.TargetRef.Name, p.window)); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	if m.CompareToPrimary != nil {
+		vars := templateVars(c, m, c.Spec.TargetRef.Name+"-primary", p.window)
+		if p.primaryQuery, err = RenderQuery(tpl.Spec.Query, vars); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+	}
+	return nil
+}
+
+func (p *plan) renderBuiltin(c *sluicev1.Canary, m *sluicev1.CanaryMetric) error {
+	mesh := meshOf(c)
+	var err error
+	if p.query, err = builtinQuery(mesh, m.Name, canaryWorkload(c), p.window); err != nil {
+		return err
+	}
+	if m.CompareToPrimary != nil {
+		if p.primaryQuery, err = builtinQuery(mesh, m.Name, primaryWorkload(c), p.window); err != nil {
+			return err
+		}
+	}
+	if m.MinRequestCount != nil {
+		if p.countQuery, err = requestCountQuery(mesh, canaryWorkload(c), p.window); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// evaluate checks one metric at now. It never fails: problems become Error verdicts.
+func (e *Engine) evaluate(ctx context.Context, c *sluicev1.Canary, m *sluicev1.CanaryMetric, now time.Time) sluicev1.MetricResult {
+	res := sluicev1.MetricResult{
+		Name:           m.Name,
+		ThresholdRange: FormatRange(m.ThresholdRange),
+		CheckedAt:      &metav1.Time{Time: now},
+	}
+	p, err := e.planFor(ctx, c, m)
+	if err != nil {
+		return withError(res, err)
+	}
+	res.Query = p.query
+
+	if p.countQuery != "" {
+		v, err := e.query(ctx, p.srv, p.countQuery, now)
+		if err != nil {
+			return withError(res, fmt.Errorf("request count: %w", err))
+		}
+		n, err := SampleValue(v)
+		if errors.Is(err, ErrNoData) {
+			n, err = 0, nil
+		}
+		if err != nil {
+			return withError(res, fmt.Errorf("request count: %w", err))
+		}
+		if minCount := *m.MinRequestCount; n < float64(minCount) {
+			res.Verdict = sluicev1.VerdictSkipped
+			res.Query = p.countQuery
+			res.Message = fmt.Sprintf("canary served %.0f requests in the last %s, fewer than minRequestCount %d",
+				n, p.window, minCount)
+			return res
+		}
+	}
+
+	value, err := e.value(ctx, p.srv, p.query, now)
+	if err != nil {
+		return withNoDataOrError(res, m, err)
+	}
+	res.Value = FormatValue(value)
+	res.Verdict, res.Message = judgeThreshold(value, m.ThresholdRange)
+	if m.CompareToPrimary == nil {
+		return res
+	}
+
+	primary, err := e.value(ctx, p.srv, p.primaryQuery, now)
+	if err != nil {
+		if res.Verdict == sluicev1.VerdictFail {
+			res.Message += fmt.Sprintf("; primary not compared: %v", err)
+			return res
+		}
+		return withNoDataOrError(res, m, fmt.Errorf("primary: %w", err))
+	}
+	res.PrimaryValue = FormatValue(primary)
+	if res.Verdict == sluicev1.VerdictFail {
+		return res
+	}
+	res.Verdict, res.Message = judgeComparison(m.Name, value, primary, m.CompareToPrimary)
+	return res
+}
+
+// value runs q and extracts its one number. errors: those of query and SampleValue.
+func (e *Engine) value(ctx context.Context, s server, q string, now time.Time) (float64, error) {
+	v, err := e.query(ctx, s, q, now)
+	if err != nil {
+		return 0, err
+	}
+	return SampleValue(v)
+}
+
+func withError(res sluicev1.MetricResult, err error) sluicev1.MetricResult {
+	res.Verdict = sluicev1.VerdictError
+	res.Message = err.Error()
+	return res
+}
+
+// withNoDataOrError turns ErrNoData into NoData (Skipped with onNoData Skip) and anything else
+// into Error.
+func withNoDataOrError(res sluicev1.MetricResult, m *sluicev1.CanaryMetric, err error) sluicev1.MetricResult {
+	if !errors.Is(err, ErrNoData) {
+		return withError(res, err)
+	}
+	res.Message = err.Error()
+	res.Verdict = sluicev1.VerdictNoData
+	if m.OnNoData == sluicev1.NoDataSkip {
+		res.Verdict = sluicev1.VerdictSkipped
+		res.Message += "; onNoData is Skip"
+	}
+	return res
+}

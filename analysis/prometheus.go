@@ -1,0 +1,145 @@
+package analysis
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	promapi "github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+)
+
+// server is a Prometheus endpoint with the credentials and TLS setting to reach it.
+type server struct {
+	address            string // e.g. http://prometheus.monitoring:9090
+	creds              credentials
+	insecureSkipVerify bool
+}
+
+// clientKey identifies one cached client. Credentials are kept as a hash.
+type clientKey struct {
+	address            string
+	creds              [sha256.Size]byte
+	insecureSkipVerify bool
+}
+
+func (s server) key() clientKey {
+	return clientKey{address: s.address, creds: s.creds.fingerprint(), insecureSkipVerify: s.insecureSkipVerify}
+}
+
+// maxClients bounds the client cache; when full it starts over (rotated credentials leave stale
+// entries behind, and there are rarely more than a handful of servers).
+const maxClients = 128
+
+type cachedClient struct {
+	api       promv1.API
+	transport *http.Transport
+}
+
+// clientCache holds one Prometheus client per (address, credentials, TLS setting). It is safe for
+// concurrent use.
+type clientCache struct {
+	mu      sync.Mutex
+	clients map[clientKey]cachedClient
+}
+
+func newClientCache() *clientCache {
+	return &clientCache{clients: map[clientKey]cachedClient{}}
+}
+
+// get returns the client for s, creating it on first use. errors: an invalid address.
+func (c *clientCache) get(s server) (promv1.API, error) {
+	k := s.key()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cc, ok := c.clients[k]; ok {
+		return cc.api, nil
+	}
+	if err := checkAddress(s.address); err != nil {
+		return nil, err
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		// Set only when the MetricTemplate asks for it (insecureSkipVerify).
+		InsecureSkipVerify: s.insecureSkipVerify, //nolint:gosec // user opt-in per MetricTemplate
+	}
+	var rt http.RoundTripper = transport
+	if s.creds.authorization != "" {
+		rt = authTransport{next: transport, authorization: s.creds.authorization}
+	}
+	cl, err := promapi.NewClient(promapi.Config{Address: s.address, RoundTripper: rt})
+	if err != nil {
+		return nil, fmt.Errorf("metrics server address %q: %w", s.address, err)
+	}
+	if len(c.clients) >= maxClients {
+		for key, old := range c.clients {
+			old.transport.CloseIdleConnections()
+			delete(c.clients, key)
+		}
+	}
+	cc := cachedClient{api: promv1.NewAPI(cl), transport: transport}
+	c.clients[k] = cc
+	return cc.api, nil
+}
+
+// len returns the number of cached clients.
+func (c *clientCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.clients)
+}
+
+// checkAddress reports an address that is not an absolute http(s) URL.
+func checkAddress(address string) error {
+	u, err := url.Parse(address)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("metrics server address %q is not an http:// or https:// URL", address)
+	}
+	return nil
+}
+
+// query runs an instant query at ts (the server's now when ts is zero) with Options.QueryTimeout,
+// on both the client and the server side. errors: ErrUnreachable (network error, timeout, HTTP
+// error such as 401 or 503, naming the address); a query the server rejected (bad_data,
+// execution, timeout, canceled), naming the address.
+func (e *Engine) query(ctx context.Context, s server, q string, ts time.Time) (model.Value, error) {
+	api, err := e.clients.get(s)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.opts.QueryTimeout)
+	defer cancel()
+	v, _, _, err := api.Query(ctx, q, ts, promv1.WithTimeout(e.opts.QueryTimeout))
+	if err != nil {
+		return nil, queryError(s.address, err)
+	}
+	return v, nil
+}
+
+// queryError explains err from querying address.
+func queryError(address string, err error) error {
+	var apiErr *promv1.Error
+	if errors.As(err, &apiErr) {
+		switch apiErr.Type {
+		case promv1.ErrBadData, promv1.ErrExec, promv1.ErrTimeout, promv1.ErrCanceled:
+			return fmt.Errorf("query rejected by Prometheus at %s: %w", address, err)
+		}
+		if d := strings.TrimSpace(apiErr.Detail); d != "" {
+			const maxDetail = 200
+			if len(d) > maxDetail {
+				d = d[:maxDetail] + "…"
+			}
+			return fmt.Errorf("%w: %s: %w (%s)", ErrUnreachable, address, err, d)
+		}
+	}
+	return fmt.Errorf("%w: %s: %w", ErrUnreachable, address, err)
+}

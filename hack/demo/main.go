@@ -1,0 +1,165 @@
+// Command demo runs Sluice's main job end to end on a local cluster: real Kubernetes controllers
+// with kwok pods, a simulated mesh data plane, a real Prometheus, and the Sluice manager. It runs
+// two releases of podinfo — a good one that is promoted and a bad one that is rolled back — prints
+// a live timeline, and exits 0 only when both end as expected.
+//
+//	go run ./hack/demo          the two releases, then tear everything down
+//	go run ./hack/demo -keep    bring the stack up with the app and keep it until Ctrl-C
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/manager"
+	"sluice.dev/sluice/test/meshsim"
+	"sluice.dev/sluice/test/stack"
+)
+
+func main() {
+	keep := flag.Bool("keep", false, "keep the stack running until interrupted instead of running the releases")
+	dir := flag.String("dir", "", "state folder of the cluster (default a temporary folder)")
+	verbose := flag.Bool("v", false, "show the manager's logs")
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseDevMode(false), zap.Level(levelFor(*verbose))))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	code := run(ctx, *keep, *dir)
+	os.Exit(code)
+}
+
+func levelFor(verbose bool) zapcore.Level {
+	if verbose {
+		return zapcore.InfoLevel
+	}
+	return zapcore.ErrorLevel
+}
+
+func say(format string, args ...any) {
+	fmt.Printf("%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+func run(ctx context.Context, keep bool, dir string) int {
+	t0 := time.Now()
+	say("Starting the local stack: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, Prometheus")
+	s, err := stack.Start(ctx, stack.Options{
+		Dir:           dir,
+		PodReadyDelay: time.Second,
+		Services:      []stack.Service{{Namespace: stack.DemoNamespace, Name: stack.DemoApp, RPS: 50}},
+		Logf:          func(f string, a ...any) { say("  "+f, a...) },
+	})
+	if err != nil {
+		say("FAILED to start the stack: %v", err)
+		return 1
+	}
+	defer func() {
+		say("Stopping the stack")
+		if err := s.Stop(); err != nil {
+			say("stopping: %v", err)
+		}
+	}()
+	if err := s.StartManager(ctx, manager.Options{}); err != nil {
+		say("FAILED to start the manager: %v", err)
+		return 1
+	}
+	if err := s.ApplyDemoApp(ctx); err != nil {
+		say("FAILED to apply the demo app: %v", err)
+		return 1
+	}
+	say("Applied demo/podinfo: Deployment, Service, HTTPRoute (parentRef Service: mesh mode), Canary (10s interval)")
+	if err := waitPhase(ctx, s, sluicev1.CanaryPhaseInitialized, 2*time.Minute); err != nil {
+		say("FAILED: %v", err)
+		return 1
+	}
+	say("Canary initialized in %s: podinfo-primary serves 100%% of the traffic", time.Since(t0).Round(time.Second))
+
+	if keep {
+		say("Stack is up. export KUBECONFIG=%s   Prometheus: %s", s.Cluster.Kubeconfig(), s.Prom.Address())
+		say("Try: kubectl -n demo get canary,deploy,httproute; Ctrl-C stops everything")
+		<-ctx.Done()
+		return 0
+	}
+
+	ok := true
+	say("Release 1 (good): podinfo 6.7.0 -> 6.7.1, error rate 0.1%%")
+	good, err := s.RunRelease(ctx, stack.Release{Namespace: stack.DemoNamespace, Canary: stack.DemoApp,
+		Image: "ghcr.io/stefanprodan/podinfo:6.7.1", Timeout: 4 * time.Minute, Out: os.Stdout})
+	if err != nil {
+		say("Release 1 FAILED: %v", err)
+		return 1
+	}
+	wantGood := good.Phase == sluicev1.CanaryPhaseSucceeded && slices.Equal(good.Weights, []int32{10, 20, 30, 40, 50}) &&
+		good.FinalWeight == 0 && strings.HasSuffix(good.PrimaryImage, ":6.7.1")
+	say("Release 1: %s in %s; weights %v then %d; primary runs %s  [%s]", good.Phase, good.Duration.Round(time.Second),
+		good.Weights, good.FinalWeight, good.PrimaryImage, verdict(wantGood))
+	ok = ok && wantGood
+
+	say("Release 2 (bad): podinfo 6.7.1 -> 6.7.2, error rate 0.1%% -> 20%%")
+	bad, err := s.RunRelease(ctx, stack.Release{Namespace: stack.DemoNamespace, Canary: stack.DemoApp,
+		Image: "ghcr.io/stefanprodan/podinfo:6.7.2", Annotations: map[string]string{meshsim.AnnotationErrorRate: "0.2"},
+		Timeout: 4 * time.Minute, Out: os.Stdout})
+	if err != nil {
+		say("Release 2 FAILED: %v", err)
+		return 1
+	}
+	wantBad := bad.Phase == sluicev1.CanaryPhaseFailed && bad.FinalWeight == 0 && bad.FailedChecks >= 5 &&
+		strings.HasSuffix(bad.PrimaryImage, ":6.7.1") && len(bad.FailedValues) > 0
+	say("Release 2: %s in %s after %d failed checks (%s); weight %d; primary still runs %s  [%s]", bad.Phase,
+		bad.Duration.Round(time.Second), bad.FailedChecks, strings.Join(firstN(bad.FailedValues, 3), ", "),
+		bad.FinalWeight, bad.PrimaryImage, verdict(wantBad))
+	ok = ok && wantBad
+
+	say("Summary: good release promoted: %s; bad release rolled back: %s; total %s",
+		verdict(wantGood), verdict(wantBad), time.Since(t0).Round(time.Second))
+	if !ok {
+		return 1
+	}
+	return 0
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "as expected"
+	}
+	return "UNEXPECTED"
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// waitPhase waits until the demo Canary reaches phase.
+func waitPhase(ctx context.Context, s *stack.Stack, phase sluicev1.CanaryPhase, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	c := &sluicev1.Canary{}
+	for time.Now().Before(deadline) {
+		err := s.Client.Get(ctx, client.ObjectKey{Namespace: stack.DemoNamespace, Name: stack.DemoApp}, c)
+		if err == nil && c.Status.Phase == phase {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	return errors.New("canary did not reach " + string(phase) + " in time; status: " + fmt.Sprint(c.Status.Conditions))
+}

@@ -1,0 +1,143 @@
+package gatewayapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwapplyv1 "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/providers"
+)
+
+// reconcileReference checks the referenced route; it writes nothing (the first SetRoutes splits
+// the apex backendRefs).
+func (r *Router) reconcileReference(ctx context.Context, canary *sluicev1.Canary, ref *sluicev1.RouteReference) error {
+	_, _, err := r.referencedRoute(ctx, canary, ref)
+	return err
+}
+
+func (r *Router) setReference(ctx context.Context, canary *sluicev1.Canary, ref *sluicev1.RouteReference, w providers.Weights) error {
+	route, s, err := r.referencedRoute(ctx, canary, ref)
+	if err != nil {
+		return err
+	}
+	return r.writeReference(ctx, route, s, w)
+}
+
+// referencedRoute reads the route spec.service.routeRef names.
+// errors: ErrRouteNotFound, ErrNoApexBackend (wrapped), API errors.
+func (r *Router) referencedRoute(ctx context.Context, canary *sluicev1.Canary, ref *sluicev1.RouteReference) (*gwv1.HTTPRoute, services, error) {
+	key := types.NamespacedName{Namespace: canary.Namespace, Name: ref.Name}
+	s := servicesOf(canary)
+	route, err := r.getRoute(ctx, key)
+	if err != nil {
+		return nil, s, err
+	}
+	for _, rule := range route.Spec.Rules {
+		if s.manages(rule.BackendRefs) {
+			return route, s, nil
+		}
+	}
+	return nil, s, fmt.Errorf("%w: HTTPRoute %s has no backendRef to Service %s (nor %s, %s) in namespace %s",
+		ErrNoApexBackend, key, s.names.Apex, s.names.Primary, s.names.Canary, s.namespace)
+}
+
+// writeReference splits the route's apex backendRefs and sets its pairs (see splitRules) and
+// applies the rules, unchanged everywhere else, when anything changed. Before the first edit (and
+// whenever the route holds no pair, e.g. after the user re-applied their manifest) the rules as
+// found are recorded in AnnotationOriginalRules (if someone removed the annotation from a split
+// route, its unsplitRules reconstruction). The apply carries the route's resourceVersion:
+// a route edited since it was read fails with a Conflict instead of losing the edit.
+func (r *Router) writeReference(ctx context.Context, route *gwv1.HTTPRoute, s services, w providers.Weights) error {
+	key := client.ObjectKeyFromObject(route)
+	rules, err := s.splitRules(route.Spec.Rules, w)
+	if err != nil {
+		return fmt.Errorf("HTTPRoute %s: %w", key, err)
+	}
+	original, recorded := route.Annotations[AnnotationOriginalRules]
+	if split := s.hasPairs(route.Spec.Rules); !recorded || !split {
+		found := route.Spec.Rules
+		if split { // the annotation was removed: record the best reconstruction
+			found = s.unsplitRules(found)
+		}
+		data, err := json.Marshal(found)
+		if err != nil {
+			return fmt.Errorf("HTTPRoute %s: recording the original rules: %w", key, err)
+		}
+		original = string(data)
+	}
+	if recorded && original == route.Annotations[AnnotationOriginalRules] &&
+		equality.Semantic.DeepEqual(rules, route.Spec.Rules) {
+		return nil
+	}
+	rulesAC, err := rulesApply(rules)
+	if err != nil {
+		return err
+	}
+	return r.apply(ctx, gwapplyv1.HTTPRoute(key.Name, key.Namespace).
+		WithResourceVersion(route.ResourceVersion).
+		WithAnnotations(map[string]string{AnnotationOriginalRules: original}).
+		WithSpec(gwapplyv1.HTTPRouteSpec().WithRules(rulesAC...)),
+		fmt.Sprintf("Setting HTTPRoute backends %s=%d %s=%d", s.names.Primary, w.Primary, s.names.Canary, w.Canary))
+}
+
+// finalizeReference puts back the rules recorded in AnnotationOriginalRules and drops the
+// annotation. A route without primary/canary backendRefs already holds the user's own rules (they
+// re-applied them): only the annotation goes. The apply carries the route's resourceVersion (a
+// Conflict means: retry).
+func (r *Router) finalizeReference(ctx context.Context, canary *sluicev1.Canary, ref *sluicev1.RouteReference) error {
+	key := types.NamespacedName{Namespace: canary.Namespace, Name: ref.Name}
+	route, err := r.getRoute(ctx, key)
+	if errors.Is(err, providers.ErrRouteNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	original, recorded := route.Annotations[AnnotationOriginalRules]
+	if !recorded {
+		return nil
+	}
+	if !servicesOf(canary).hasPairs(route.Spec.Rules) {
+		return r.dropAnnotation(ctx, route)
+	}
+	var rules []gwv1.HTTPRouteRule
+	if err := json.Unmarshal([]byte(original), &rules); err != nil {
+		return fmt.Errorf("HTTPRoute %s: reading annotation %s: %w", key, AnnotationOriginalRules, err)
+	}
+	rulesAC, err := rulesApply(rules)
+	if err != nil {
+		return err
+	}
+	// Leaving the annotation out of the apply removes it when Sluice is its only manager.
+	applied := gwapplyv1.HTTPRoute(key.Name, key.Namespace).
+		WithResourceVersion(route.ResourceVersion).
+		WithSpec(gwapplyv1.HTTPRouteSpec().WithRules(rulesAC...))
+	if err := r.apply(ctx, applied, "Restoring HTTPRoute rules"); err != nil {
+		return err
+	}
+	if applied.ObjectMetaApplyConfiguration == nil {
+		return nil
+	}
+	if _, left := applied.Annotations[AnnotationOriginalRules]; left { // another manager claimed it too
+		return r.dropAnnotation(ctx, route)
+	}
+	return nil
+}
+
+// dropAnnotation removes AnnotationOriginalRules with a merge patch, which touches nothing else.
+func (r *Router) dropAnnotation(ctx context.Context, route *gwv1.HTTPRoute) error {
+	patched := route.DeepCopy()
+	delete(patched.Annotations, AnnotationOriginalRules)
+	if err := r.c.Patch(ctx, patched, client.MergeFrom(route), client.FieldOwner(providers.FieldManager)); err != nil {
+		return fmt.Errorf("HTTPRoute %s: removing annotation %s: %w", client.ObjectKeyFromObject(route), AnnotationOriginalRules, err)
+	}
+	return nil
+}
