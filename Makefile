@@ -44,7 +44,7 @@ verify: ## gofmt, go vet, and fail when generated files differ from what is comm
 
 ##@ Test
 .PHONY: test
-test: tools prometheus ## Build tools, then run unit and envtest tests.
+test: cluster-tools prometheus ## Build tools, then run unit, envtest and end-to-end tests.
 	go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench

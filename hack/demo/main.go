@@ -9,7 +9,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -21,7 +20,6 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
@@ -82,7 +80,7 @@ func run(ctx context.Context, keep bool, dir string) int {
 		return 1
 	}
 	say("Applied demo/podinfo: Deployment, Service, HTTPRoute (parentRef Service: mesh mode), Canary (10s interval)")
-	if err := waitPhase(ctx, s, sluicev1.CanaryPhaseInitialized, 2*time.Minute); err != nil {
+	if err := s.WaitPhase(ctx, stack.DemoNamespace, stack.DemoApp, sluicev1.CanaryPhaseInitialized, 2*time.Minute); err != nil {
 		say("FAILED: %v", err)
 		return 1
 	}
@@ -144,22 +142,4 @@ func firstN(s []string, n int) []string {
 		return s[:n]
 	}
 	return s
-}
-
-// waitPhase waits until the demo Canary reaches phase.
-func waitPhase(ctx context.Context, s *stack.Stack, phase sluicev1.CanaryPhase, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	c := &sluicev1.Canary{}
-	for time.Now().Before(deadline) {
-		err := s.Client.Get(ctx, client.ObjectKey{Namespace: stack.DemoNamespace, Name: stack.DemoApp}, c)
-		if err == nil && c.Status.Phase == phase {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-	return errors.New("canary did not reach " + string(phase) + " in time; status: " + fmt.Sprint(c.Status.Conditions))
 }

@@ -170,3 +170,25 @@ func (t *timeline) observe(c *sluicev1.Canary) {
 		fmt.Fprintln(t.out, line)
 	}
 }
+
+// WaitPhase waits until the Canary reaches phase. errors: timeout (with the Canary's
+// conditions), a cancelled ctx.
+func (s *Stack) WaitPhase(ctx context.Context, namespace, name string, phase sluicev1.CanaryPhase, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	c := &sluicev1.Canary{}
+	for {
+		err := s.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, c)
+		if err == nil && c.Status.Phase == phase {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("canary %s/%s did not reach %s within %s (phase %q, conditions %v)",
+				namespace, name, phase, timeout, c.Status.Phase, c.Status.Conditions)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
