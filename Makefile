@@ -13,6 +13,7 @@ all: build
 .PHONY: build
 build: ## Build the manager and the kubectl plugin into bin/.
 	go build -o $(BIN)/sluice ./cmd/sluice
+	go build -o $(BIN)/kubectl-sluice ./cmd/kubectl-sluice
 
 .PHONY: tools
 tools: ## Build the pinned tools for code generation and envtest into bin/.
@@ -33,10 +34,11 @@ generate: ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: manifests
-manifests: ## Generate CRD YAML and RBAC.
+manifests: ## Generate CRD YAML and RBAC, and copy them into the Helm chart.
 	hack/build-tools.sh gen
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./api/... output:crd:artifacts:config=config/crd
 	$(CONTROLLER_GEN) rbac:roleName=sluice-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
+	hack/chart-crds.sh
 
 .PHONY: verify
 verify: ## gofmt, go vet, and fail when generated files differ from what is committed.

@@ -12,7 +12,7 @@ fi
 go vet ./... || fail=1
 
 # Regenerate into the work tree, then compare with the index/HEAD.
-generated=(api/v1alpha1/zz_generated.deepcopy.go config/crd config/rbac)
+generated=(api/v1alpha1/zz_generated.deepcopy.go config/crd config/rbac charts/sluice/templates/crds charts/sluice/files)
 make -s generate manifests >/dev/null
 if ! git diff --exit-code --stat -- "${generated[@]}"; then
   echo "generated files are out of date: run 'make generate manifests' and commit the result"; fail=1

@@ -23,6 +23,7 @@ import (
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/providers"
 	"sluice.dev/sluice/providers/gatewayapi"
+	"sluice.dev/sluice/providers/istio"
 	"sluice.dev/sluice/test/testenv"
 )
 
@@ -94,15 +95,25 @@ type harness struct {
 	log      []string
 	last     sluicev1.CanaryStatus
 	name     string
+	provider sluicev1.Provider
 }
 
 func newHarness(t *testing.T) *harness {
+	return newHarnessFor(t, sluicev1.ProviderGatewayAPI)
+}
+
+// newHarnessFor drives Canaries on the given provider (seedCanary and friends use it).
+func newHarnessFor(t *testing.T, provider sluicev1.Provider) *harness {
 	testenv.Require(t, env)
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	h := &harness{t: t, ctx: context.Background(), c: env.Client, ns: env.Namespace(t),
-		clock: clocktesting.NewFakeClock(start), start: start, analyzer: &scriptedAnalyzer{}, events: &eventLog{}}
+		clock: clocktesting.NewFakeClock(start), start: start, analyzer: &scriptedAnalyzer{}, events: &eventLog{},
+		provider: provider}
 	h.r = &Reconciler{Client: env.Client, Scheme: env.Scheme, Recorder: h.events, Clock: h.clock, Analyzer: h.analyzer,
-		Routers: map[sluicev1.Provider]providers.Router{sluicev1.ProviderGatewayAPI: gatewayapi.New(env.Client)}}
+		Routers: map[sluicev1.Provider]providers.Router{
+			sluicev1.ProviderGatewayAPI: gatewayapi.New(env.Client),
+			sluicev1.ProviderIstio:      istio.New(env.Client),
+		}}
 	return h
 }
 
@@ -131,6 +142,13 @@ func (h *harness) app(replicas int32, tag string) {
 			h.t.Fatalf("creating %s: %v", o.GetName(), err)
 		}
 	}
+}
+
+// canaryFor is seedCanary on the harness's provider.
+func (h *harness) canaryFor() *sluicev1.Canary {
+	c := seedCanary(h.ns)
+	c.Spec.Provider = h.provider
+	return c
 }
 
 // seedCanary is the Canary of seed 003 (stepWeight 10, maxWeight 50, threshold 5, success rate
@@ -213,7 +231,7 @@ func (h *harness) record() {
 }
 
 func (h *harness) routeWeights() providers.Weights {
-	w, err := h.r.Routers[sluicev1.ProviderGatewayAPI].GetRoutes(h.ctx, h.canary())
+	w, err := h.r.Routers[h.provider].GetRoutes(h.ctx, h.canary())
 	if err != nil {
 		return providers.Weights{Primary: -1, Canary: -1}
 	}

@@ -51,10 +51,19 @@ func (h *harness) primaryMatchesTarget() bool {
 	return equality.Semantic.DeepEqual(want, primary.Spec.Template)
 }
 
-func TestGoldenSuccessfulRollout(t *testing.T) {
-	h := newHarness(t)
+// bothProviders runs a scenario on the Gateway API and the Istio provider; golden logs are shared,
+// so both must tell the same story.
+func bothProviders(t *testing.T, f func(t *testing.T, h *harness)) {
+	for _, p := range []sluicev1.Provider{sluicev1.ProviderGatewayAPI, sluicev1.ProviderIstio} {
+		t.Run(string(p), func(t *testing.T) { f(t, newHarnessFor(t, p)) })
+	}
+}
+
+func TestGoldenSuccessfulRollout(t *testing.T) { bothProviders(t, goldenSuccessfulRollout) }
+
+func goldenSuccessfulRollout(t *testing.T, h *harness) {
 	h.app(3, "6.0.0")
-	h.create(seedCanary(h.ns))
+	h.create(h.canaryFor())
 	h.runUntil(sluicev1.CanaryPhaseInitialized, 10)
 	if got := *h.deployment("podinfo").Spec.Replicas; got != 0 {
 		t.Fatalf("target not scaled to zero after initialization: %d", got)
@@ -94,11 +103,12 @@ func TestGoldenSuccessfulRollout(t *testing.T) {
 	assertGolden(t, "envtest-successful-rollout", h.log)
 }
 
-func TestGoldenRollbackAfterFiveFailedChecks(t *testing.T) {
-	h := newHarness(t)
+func TestGoldenRollbackAfterFiveFailedChecks(t *testing.T) { bothProviders(t, goldenRollback) }
+
+func goldenRollback(t *testing.T, h *harness) {
 	h.analyzer.fail = func(w int32) bool { return w >= 20 }
 	h.app(2, "6.0.0")
-	h.create(seedCanary(h.ns))
+	h.create(h.canaryFor())
 	h.runUntil(sluicev1.CanaryPhaseInitialized, 10)
 	h.setImage("6.0.1-bad")
 	h.runUntil(sluicev1.CanaryPhaseFailed, 40)

@@ -1,0 +1,97 @@
+package plugin
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/test/testenv"
+)
+
+func TestGet(t *testing.T) {
+	testenv.Require(t, env)
+	ns1, ns2 := env.Namespace(t), env.Namespace(t)
+	setStatus(t, newCanary(t, ns1, "podinfo", nil), sluicev1.CanaryStatus{
+		Phase: sluicev1.CanaryPhaseProgressing, CanaryWeight: 20, FailedChecks: 1, LastTransitionTime: at(-90 * time.Second),
+	})
+	setStatus(t, newCanary(t, ns1, "backend", func(cn *sluicev1.Canary) { cn.Spec.Suspend = true }), sluicev1.CanaryStatus{
+		Phase: sluicev1.CanaryPhaseFailed, FailedChecks: 5, LastTransitionTime: at(-3 * time.Hour),
+	})
+	newCanary(t, ns2, "frontend", nil) // no status yet
+
+	out, err := run(t, ns1, "get")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "" +
+		"NAME      STATUS            WEIGHT   FAILEDCHECKS   LASTTRANSITION\n" +
+		"backend   Failed (paused)   0        5              3h\n" +
+		"podinfo   Progressing       20       1              90s\n"
+	if out != want {
+		t.Errorf("get:\n%s\nwant:\n%s", out, want)
+	}
+
+	out, err = run(t, ns1, "get", "-A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Other tests' canaries may be listed too: check the rows of this test's namespaces.
+	header := strings.SplitN(out, "\n", 2)[0]
+	if !strings.HasPrefix(header, "NAMESPACE") || !strings.Contains(header, "LASTTRANSITION") {
+		t.Errorf("get -A header: %q", header)
+	}
+	for _, row := range []string{ns1 + " +backend +Failed \\(paused\\)", ns1 + " +podinfo +Progressing +20 +1 +90s", ns2 + " +frontend +- +0 +0 +-"} {
+		if !matchesLine(out, row) {
+			t.Errorf("get -A lacks a row matching %q:\n%s", row, out)
+		}
+	}
+
+	empty := env.Namespace(t)
+	if out, _ := run(t, empty, "get"); out != "No canaries found in namespace "+empty+".\n" {
+		t.Errorf("get in an empty namespace: %q", out)
+	}
+}
+
+func TestStatus(t *testing.T) {
+	testenv.Require(t, env)
+	ns := env.Namespace(t)
+	cn := newCanary(t, ns, "podinfo", func(cn *sluicev1.Canary) {
+		cn.Annotations = map[string]string{AnnotationPromote: "true"}
+		cn.Spec.Analysis.Metrics = append(cn.Spec.Analysis.Metrics, sluicev1.CanaryMetric{Name: sluicev1.MetricRequestDuration})
+	})
+	setStatus(t, cn, sluicev1.CanaryStatus{
+		Phase: sluicev1.CanaryPhaseProgressing, CanaryWeight: 20, FailedChecks: 2, Iterations: 4,
+		LastAppliedSpec: "5d8f7c9b4", LastPromotedSpec: "7c6b5a4f3",
+		LastTransitionTime: at(-5 * time.Minute), LastStepTime: at(-20 * time.Second),
+		Analysis: []sluicev1.MetricResult{
+			{Name: "request-success-rate", Verdict: sluicev1.VerdictPass, Value: "99.62", ThresholdRange: "[99, +Inf]", CheckedAt: at(-20 * time.Second)},
+			{Name: "request-duration", Verdict: sluicev1.VerdictFail, Value: "612", PrimaryValue: "240", ThresholdRange: "[-Inf, 500]",
+				Message: "612 ms is above the maximum 500 ms", CheckedAt: at(-20 * time.Second)},
+		},
+		Conditions: []metav1.Condition{
+			{Type: sluicev1.ConditionReady, Status: metav1.ConditionTrue, Reason: sluicev1.ReasonProgressing, Message: "Run in progress at 20%", LastTransitionTime: *at(-5 * time.Minute)},
+			{Type: sluicev1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: sluicev1.ReasonProgressing, Message: "Advancing to 30%", LastTransitionTime: *at(-5 * time.Minute)},
+		},
+	})
+	out, err := run(t, ns, "status", "podinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "status.golden", strings.ReplaceAll(out, ns, "NAMESPACE"))
+}
+
+// matchesLine reports whether some line of s starts with the regular expression pattern (" +"
+// matches column padding).
+func matchesLine(s, pattern string) bool {
+	re := regexp.MustCompile("^" + pattern)
+	for _, line := range strings.Split(s, "\n") {
+		if re.MatchString(line) {
+			return true
+		}
+	}
+	return false
+}

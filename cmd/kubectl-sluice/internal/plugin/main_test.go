@@ -1,0 +1,16 @@
+package plugin
+
+import (
+	"flag"
+	"os"
+	"testing"
+
+	"sluice.dev/sluice/test/testenv"
+)
+
+// env is the envtest control plane of this package's tests; nil under -short.
+var env *testenv.Env
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }

@@ -1,0 +1,218 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+)
+
+// KubeFlags are the kubeconfig flags every command takes.
+type KubeFlags struct {
+	// Kubeconfig is the kubeconfig file; empty: $KUBECONFIG or ~/.kube/config.
+	Kubeconfig string
+	// Context in the kubeconfig; empty: its current context.
+	Context string
+	// Namespace of the Canary; empty: the context's namespace, else "default".
+	Namespace string
+}
+
+// Options wire NewRootCommand to the outside world; zero fields take the defaults.
+type Options struct {
+	Out, ErrOut io.Writer
+	// Connect returns a client and the namespace to use; default: Connect.
+	Connect func(KubeFlags) (client.Client, string, error)
+	// Now is the clock of ages, next step times and retry stamps; default time.Now.
+	Now func() time.Time
+	// IsTerminal says whether w is a terminal; default: golang.org/x/term on an *os.File.
+	IsTerminal func(w io.Writer) bool
+}
+
+// NewRootCommand returns the kubectl-sluice command tree.
+func NewRootCommand(o Options) *cobra.Command {
+	if o.Out == nil {
+		o.Out = os.Stdout
+	}
+	if o.ErrOut == nil {
+		o.ErrOut = os.Stderr
+	}
+	if o.Connect == nil {
+		o.Connect = Connect
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.IsTerminal == nil {
+		o.IsTerminal = isTerminal
+	}
+	var kf KubeFlags
+	root := &cobra.Command{
+		Use:   "kubectl-sluice",
+		Short: "Inspect and steer Sluice canary releases",
+		Long: `kubectl sluice shows Sluice Canaries and steers their runs. It changes nothing but the
+Canary's annotations and spec.suspend, so it works with GitOps: the controller does the rest.`,
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl sluice"},
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(o.Out)
+	root.SetErr(o.ErrOut)
+	pf := root.PersistentFlags()
+	pf.StringVar(&kf.Kubeconfig, "kubeconfig", "", "Path to the kubeconfig file.")
+	pf.StringVar(&kf.Context, "context", "", "The kubeconfig context to use.")
+	pf.StringVarP(&kf.Namespace, "namespace", "n", "", "Namespace of the canary (default: the context's).")
+
+	// session connects once the flags are parsed.
+	session := func() (client.Client, string, error) { return o.Connect(kf) }
+	named := func(args []string, ns string) types.NamespacedName {
+		return types.NamespacedName{Namespace: ns, Name: args[0]}
+	}
+
+	var allNamespaces bool
+	get := &cobra.Command{
+		Use:   "get",
+		Short: "List canaries: NAME, STATUS, WEIGHT, FAILEDCHECKS, LASTTRANSITION",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, ns, err := session()
+			if err != nil {
+				return err
+			}
+			return Get(cmd.Context(), c, o.Out, ns, allNamespaces, o.Now())
+		},
+	}
+	get.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "List the canaries of every namespace.")
+
+	status := &cobra.Command{
+		Use:   "status NAME",
+		Short: "Show a canary's phase, weight, failed checks, analysis verdicts and next step",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ns, err := session()
+			if err != nil {
+				return err
+			}
+			return Status(cmd.Context(), c, o.Out, named(args, ns), o.Now())
+		},
+	}
+
+	var wo WatchOptions
+	var timeout time.Duration
+	watch := &cobra.Command{
+		Use:   "watch NAME",
+		Short: "Follow a canary run until it succeeds (exit 0) or fails (exit 1)",
+		Long: `Follow a canary run. In a terminal it draws the weight against the maximum weight; piped,
+it prints one line per change: "HH:MM:SS phase weight failed-checks". It returns when a run ends
+while watched: exit status 0 on Succeeded, 1 on Failed.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ns, err := session()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			wo.Terminal, wo.Now = o.IsTerminal(o.Out), o.Now
+			if err := Watch(ctx, c, o.Out, named(args, ns), wo); err != nil {
+				return err
+			}
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) && cmd.Context().Err() == nil {
+				return fmt.Errorf("the canary run did not end within %s", timeout)
+			}
+			return nil
+		},
+	}
+	watch.Flags().DurationVar(&wo.Interval, "interval", 2*time.Second, "How often to read the canary.")
+	watch.Flags().DurationVar(&timeout, "timeout", 0, "Give up after this long, with exit status 1 (0: no limit).")
+
+	var lo LeverOptions
+	lever := func(use, short string, act func(context.Context, client.Client, types.NamespacedName) error) *cobra.Command {
+		return &cobra.Command{
+			Use:   use + " NAME",
+			Short: short,
+			Args:  cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				c, ns, err := session()
+				if err != nil {
+					return err
+				}
+				return act(cmd.Context(), c, named(args, ns))
+			},
+		}
+	}
+	promote := lever("promote", "Approve the gates of the run in flight and skip to promotion ("+AnnotationPromote+")",
+		func(ctx context.Context, c client.Client, k types.NamespacedName) error {
+			return Promote(ctx, c, o.Out, k, lo)
+		})
+	abort := lever("abort", "Roll the run in flight back now ("+AnnotationAbort+")",
+		func(ctx context.Context, c client.Client, k types.NamespacedName) error {
+			return Abort(ctx, c, o.Out, k, lo)
+		})
+	retry := lever("retry", "Run the failed revision again, without editing the Deployment ("+AnnotationRetry+")",
+		func(ctx context.Context, c client.Client, k types.NamespacedName) error {
+			return Retry(ctx, c, o.Out, k, o.Now(), lo)
+		})
+	for _, cmd := range []*cobra.Command{promote, abort, retry} {
+		cmd.Flags().BoolVar(&lo.Force, "force", false, "Set the annotation whatever the canary's phase.")
+	}
+	pause := lever("pause", "Suspend the canary: the controller stops acting and traffic stays as it is (spec.suspend=true)",
+		func(ctx context.Context, c client.Client, k types.NamespacedName) error {
+			return Pause(ctx, c, o.Out, k)
+		})
+	resume := lever("resume", "Resume a paused canary (spec.suspend=false)",
+		func(ctx context.Context, c client.Client, k types.NamespacedName) error {
+			return Resume(ctx, c, o.Out, k)
+		})
+
+	root.AddCommand(get, status, watch, promote, abort, retry, pause, resume)
+	return root
+}
+
+// Connect loads the kubeconfig as kubectl does (--kubeconfig, else $KUBECONFIG, else
+// ~/.kube/config; --context; --namespace, else the context's namespace, else "default") and
+// returns a client for Sluice's types.
+// errors: no usable kubeconfig.
+func Connect(kf KubeFlags) (client.Client, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kf.Kubeconfig
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: kf.Context}
+	overrides.Context.Namespace = kf.Namespace
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return nil, "", fmt.Errorf("resolving the namespace: %w", err)
+	}
+	scheme := runtime.NewScheme()
+	if err := sluicev1.AddToScheme(scheme); err != nil {
+		return nil, "", err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, "", fmt.Errorf("creating the client: %w", err)
+	}
+	return c, ns, nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
