@@ -102,6 +102,11 @@ type CanaryStatus struct {
 	// +listType=set
 	Notifications []string `json:"notifications,omitempty"`
 
+	// LastHandledRequests maps a request annotation (sluice.dev/promote, sluice.dev/abort,
+	// sluice.dev/retry) to the last value the controller handled.
+	// +optional
+	LastHandledRequests map[string]string `json:"lastHandledRequests,omitempty"`
+
 	// Conditions: Ready, Reconciling, Stalled, Promoted.
 	// +optional
 	// +listType=map

@@ -402,6 +402,13 @@ func (in *CanaryStatus) DeepCopyInto(out *CanaryStatus) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.LastHandledRequests != nil {
+		in, out := &in.LastHandledRequests, &out.LastHandledRequests
+		*out = make(map[string]string, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

@@ -89,6 +89,11 @@ func (r *Reconciler) step(ctx context.Context, canary *sluicev1.Canary) (ctrl.Re
 		Now: r.now(), Spec: canary.Spec, Status: canary.Status, Revision: revision, TrackedConfigs: tracked,
 		Primary: workloadOf(primary, primary.Annotations[AnnotationRevision]),
 		Canary:  workloadOf(target, revision),
+		Requests: map[string]string{
+			sluicev1.AnnotationPromote: canary.Annotations[sluicev1.AnnotationPromote],
+			sluicev1.AnnotationAbort:   canary.Annotations[sluicev1.AnnotationAbort],
+			sluicev1.AnnotationRetry:   canary.Annotations[sluicev1.AnnotationRetry],
+		},
 	}
 	if w, err := router.GetRoutes(ctx, canary); err == nil {
 		o.RouteWeight, o.RouteKnown = w.Canary, true

@@ -26,6 +26,9 @@ type Observed struct {
 	// Check is the outcome of the analysis the controller ran this tick because AnalysisDue said
 	// so; nil when no analysis ran.
 	Check *Check
+	// Requests are the Canary's request annotations (sluicev1.AnnotationPromote, …) and their
+	// values; a value differing from Status.LastHandledRequests is a new request.
+	Requests map[string]string
 	// Hold, when set, keeps a new run from starting and a running one from advancing a step
 	// (progression window closed, cap on simultaneous rollouts reached).
 	Hold *Hold

@@ -15,16 +15,12 @@ import (
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 )
 
-// Annotations through which the plugin (or anyone editing the Canary) asks the controller to act.
+// Annotations through which the plugin (or anyone editing the Canary) asks the controller to act;
+// each holds the RFC 3339 time of the request, and every new value is a new request.
 const (
-	// AnnotationPromote "true" approves the confirm-traffic-increase and confirm-promotion gates
-	// of the run in flight and skips to promotion.
-	AnnotationPromote = "sluice.dev/promote"
-	// AnnotationAbort "true" rolls the run in flight back now.
-	AnnotationAbort = "sluice.dev/abort"
-	// AnnotationRetry holds the RFC 3339 time of a request to re-run the failed revision without
-	// editing the Deployment; every new value is a new request.
-	AnnotationRetry = "sluice.dev/retry"
+	AnnotationPromote = sluicev1.AnnotationPromote
+	AnnotationAbort   = sluicev1.AnnotationAbort
+	AnnotationRetry   = sluicev1.AnnotationRetry
 )
 
 // Phases in which a run is in flight, so promote and abort have something to act on.
@@ -39,55 +35,58 @@ type LeverOptions struct {
 	Force bool
 }
 
-// Promote asks the controller to approve the gates of the run in flight and skip to promotion.
-// errors: the Canary not found, no run in flight (without Force), the patch refused.
-func Promote(ctx context.Context, c client.Client, w io.Writer, key types.NamespacedName, o LeverOptions) error {
-	cn, err := fetch(ctx, c, key)
-	if err != nil {
-		return err
-	}
-	if !o.Force && !slices.Contains(inFlight, cn.Status.Phase) {
-		return fmt.Errorf("canary %s is %s: no run in flight to promote (--force sets %s anyway)", key, phaseText(cn), AnnotationPromote)
-	}
-	if err := annotate(ctx, c, cn, AnnotationPromote, "true"); err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "canary %s: promotion requested (%s=true)\n", key, AnnotationPromote)
-	return err
+// Promote asks the controller to approve the gates of the run in flight and skip to promotion,
+// stamping the request with now. errors: the Canary not found, no run in flight (without Force),
+// the patch refused.
+func Promote(ctx context.Context, c client.Client, w io.Writer, key types.NamespacedName, now time.Time, o LeverOptions) error {
+	return request(ctx, c, w, key, now, o, AnnotationPromote, "promotion", func(cn *sluicev1.Canary) error {
+		if !slices.Contains(inFlight, cn.Status.Phase) {
+			return fmt.Errorf("canary %s is %s: no run in flight to promote (--force sets %s anyway)", key, phaseText(cn), AnnotationPromote)
+		}
+		return nil
+	})
 }
 
-// Abort asks the controller to roll the run in flight back now.
+// Abort asks the controller to roll the run in flight back now, stamping the request with now.
 // errors: the Canary not found, no run in flight (without Force), the patch refused.
-func Abort(ctx context.Context, c client.Client, w io.Writer, key types.NamespacedName, o LeverOptions) error {
-	cn, err := fetch(ctx, c, key)
-	if err != nil {
-		return err
-	}
-	if !o.Force && !slices.Contains(inFlight, cn.Status.Phase) {
-		return fmt.Errorf("canary %s is %s: no run in flight to abort (--force sets %s anyway)", key, phaseText(cn), AnnotationAbort)
-	}
-	if err := annotate(ctx, c, cn, AnnotationAbort, "true"); err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "canary %s: rollback requested (%s=true)\n", key, AnnotationAbort)
-	return err
+func Abort(ctx context.Context, c client.Client, w io.Writer, key types.NamespacedName, now time.Time, o LeverOptions) error {
+	return request(ctx, c, w, key, now, o, AnnotationAbort, "rollback", func(cn *sluicev1.Canary) error {
+		if !slices.Contains(inFlight, cn.Status.Phase) {
+			return fmt.Errorf("canary %s is %s: no run in flight to abort (--force sets %s anyway)", key, phaseText(cn), AnnotationAbort)
+		}
+		return nil
+	})
 }
 
 // Retry asks the controller to run the failed revision again, stamping the request with now.
 // errors: the Canary not found, not Failed (without Force), the patch refused.
 func Retry(ctx context.Context, c client.Client, w io.Writer, key types.NamespacedName, now time.Time, o LeverOptions) error {
+	return request(ctx, c, w, key, now, o, AnnotationRetry, "retry", func(cn *sluicev1.Canary) error {
+		if cn.Status.Phase != sluicev1.CanaryPhaseFailed {
+			return fmt.Errorf("canary %s is %s, not Failed: nothing to retry (--force sets %s anyway)", key, phaseText(cn), AnnotationRetry)
+		}
+		return nil
+	})
+}
+
+// request sets a request annotation to the RFC 3339 time now, after allowed (skipped with Force)
+// accepted the Canary's phase.
+func request(ctx context.Context, c client.Client, w io.Writer, key types.NamespacedName, now time.Time, o LeverOptions,
+	annotation, what string, allowed func(*sluicev1.Canary) error) error {
 	cn, err := fetch(ctx, c, key)
 	if err != nil {
 		return err
 	}
-	if !o.Force && cn.Status.Phase != sluicev1.CanaryPhaseFailed {
-		return fmt.Errorf("canary %s is %s, not Failed: nothing to retry (--force sets %s anyway)", key, phaseText(cn), AnnotationRetry)
+	if !o.Force {
+		if err := allowed(cn); err != nil {
+			return err
+		}
 	}
 	stamp := now.UTC().Format(time.RFC3339)
-	if err := annotate(ctx, c, cn, AnnotationRetry, stamp); err != nil {
+	if err := annotate(ctx, c, cn, annotation, stamp); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "canary %s: retry requested (%s=%s)\n", key, AnnotationRetry, stamp)
+	_, err = fmt.Fprintf(w, "canary %s: %s requested (%s=%s)\n", key, what, annotation, stamp)
 	return err
 }
 

@@ -26,10 +26,10 @@ func TestLeversSetExactlyTheirField(t *testing.T) {
 		suspend     any               // expected spec.suspend afterwards; nil: absent
 		output      string
 	}{
-		{"promote", sluicev1.CanaryPhaseWaitingPromotion, map[string]string{AnnotationPromote: "true"}, nil,
-			"promotion requested (sluice.dev/promote=true)"},
-		{"abort", sluicev1.CanaryPhaseProgressing, map[string]string{AnnotationAbort: "true"}, nil,
-			"rollback requested (sluice.dev/abort=true)"},
+		{"promote", sluicev1.CanaryPhaseWaitingPromotion, map[string]string{AnnotationPromote: "2026-03-01T12:00:00Z"}, nil,
+			"promotion requested (sluice.dev/promote=2026-03-01T12:00:00Z)"},
+		{"abort", sluicev1.CanaryPhaseProgressing, map[string]string{AnnotationAbort: "2026-03-01T12:00:00Z"}, nil,
+			"rollback requested (sluice.dev/abort=2026-03-01T12:00:00Z)"},
 		{"retry", sluicev1.CanaryPhaseFailed, map[string]string{AnnotationRetry: "2026-03-01T12:00:00Z"}, nil,
 			"retry requested (sluice.dev/retry=2026-03-01T12:00:00Z)"},
 		{"pause", sluicev1.CanaryPhaseProgressing, nil, true, "paused (spec.suspend=true)"},

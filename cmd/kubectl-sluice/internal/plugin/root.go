@@ -157,11 +157,11 @@ while watched: exit status 0 on Succeeded, 1 on Failed.`,
 	}
 	promote := lever("promote", "Approve the gates of the run in flight and skip to promotion ("+AnnotationPromote+")",
 		func(ctx context.Context, c client.Client, k types.NamespacedName) error {
-			return Promote(ctx, c, o.Out, k, lo)
+			return Promote(ctx, c, o.Out, k, o.Now(), lo)
 		})
 	abort := lever("abort", "Roll the run in flight back now ("+AnnotationAbort+")",
 		func(ctx context.Context, c client.Client, k types.NamespacedName) error {
-			return Abort(ctx, c, o.Out, k, lo)
+			return Abort(ctx, c, o.Out, k, o.Now(), lo)
 		})
 	retry := lever("retry", "Run the failed revision again, without editing the Deployment ("+AnnotationRetry+")",
 		func(ctx context.Context, c client.Client, k types.NamespacedName) error {
