@@ -34,6 +34,14 @@ const (
 	CanaryPhaseTerminated CanaryPhase = "Terminated"
 )
 
+// CanaryPhases lists the phases in lifecycle order. A phase's index is its value in the
+// sluice_canary_phase metric (Initializing 0 … Terminated 10).
+var CanaryPhases = []CanaryPhase{
+	CanaryPhaseInitializing, CanaryPhaseInitialized, CanaryPhaseWaiting, CanaryPhaseProgressing,
+	CanaryPhaseWaitingPromotion, CanaryPhasePromoting, CanaryPhaseFinalising, CanaryPhaseSucceeded,
+	CanaryPhaseFailed, CanaryPhaseTerminating, CanaryPhaseTerminated,
+}
+
 // CanaryStatus is the observed state of a Canary. It is the controller's only memory: a restarted
 // controller resumes from it.
 type CanaryStatus struct {
@@ -106,6 +114,10 @@ type CanaryStatus struct {
 	// sluice.dev/retry) to the last value the controller handled.
 	// +optional
 	LastHandledRequests map[string]string `json:"lastHandledRequests,omitempty"`
+
+	// RunStartTime is when the current or last run started.
+	// +optional
+	RunStartTime *metav1.Time `json:"runStartTime,omitempty"`
 
 	// Conditions: Ready, Reconciling, Stalled, Promoted.
 	// +optional

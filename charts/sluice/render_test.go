@@ -360,13 +360,7 @@ func TestDashboardCoversTheControllerMetrics(t *testing.T) {
 		}
 	}
 	// The phase panel's value mapping is the encoding of sluice_canary_phase the controller exports.
-	phases := []sluicev1.CanaryPhase{
-		sluicev1.CanaryPhaseInitializing, sluicev1.CanaryPhaseInitialized, sluicev1.CanaryPhaseWaiting,
-		sluicev1.CanaryPhaseProgressing, sluicev1.CanaryPhaseWaitingPromotion, sluicev1.CanaryPhasePromoting,
-		sluicev1.CanaryPhaseFinalising, sluicev1.CanaryPhaseSucceeded, sluicev1.CanaryPhaseFailed,
-		sluicev1.CanaryPhaseTerminating, sluicev1.CanaryPhaseTerminated,
-	}
-	for i, p := range phases {
+	for i, p := range sluicev1.CanaryPhases {
 		if got := phaseText[strconv.Itoa(i)]; got != string(p) {
 			t.Errorf("phase value %d maps to %q, want %q", i, got, p)
 		}

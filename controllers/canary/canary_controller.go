@@ -83,6 +83,10 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	canary := &sluicev1.Canary{}
 	if err := r.Get(ctx, req.NamespacedName, canary); err != nil {
+		if apierrors.IsNotFound(err) {
+			canary.Namespace, canary.Name = req.Namespace, req.Name
+			forgetMetrics(canary)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	base := canary.DeepCopy()

@@ -25,6 +25,7 @@ import (
 // garbage-collected.
 func (r *Reconciler) reconcileDelete(ctx context.Context, canary *sluicev1.Canary) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(canary, Finalizer) {
+		forgetMetrics(canary)
 		return ctrl.Result{}, nil
 	}
 	if canary.Status.Phase != sluicev1.CanaryPhaseTerminating {
@@ -48,6 +49,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, canary *sluicev1.Canar
 		return ctrl.Result{}, err
 	}
 	canary.Status.Phase = sluicev1.CanaryPhaseTerminated
+	forgetMetrics(canary)
 	return ctrl.Result{}, r.releaseFinalizer(ctx, canary)
 }
 

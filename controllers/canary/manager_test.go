@@ -3,6 +3,9 @@ package canary
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -30,10 +33,15 @@ type runningManager struct {
 // startManager runs a manager with the canary controller against env, watching namespace ns.
 // With leaseID set it uses leader election with that Lease name.
 func startManager(t *testing.T, ns, leaseID string, analyzer *scriptedAnalyzer) *runningManager {
+	return startManagerWithMetrics(t, ns, leaseID, analyzer, "0")
+}
+
+// startManagerWithMetrics is startManager serving /metrics on metricsAddr ("0": off).
+func startManagerWithMetrics(t *testing.T, ns, leaseID string, analyzer *scriptedAnalyzer, metricsAddr string) *runningManager {
 	t.Helper()
 	opts := ctrl.Options{
 		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
+		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: "0",
 		// Several managers run in one test process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
@@ -194,4 +202,52 @@ func TestLeaderElectionOneManagerActs(t *testing.T) {
 	if !strings.HasPrefix(string(final.Status.Phase), "Succeeded") {
 		t.Fatal(final.Status.Phase)
 	}
+}
+
+func TestMetricsShowCurrentWeight(t *testing.T) {
+	h := newHarness(t)
+	h.app(1, "1")
+	playDeploymentController(t, h.ns)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	startManagerWithMetrics(t, h.ns, "", &scriptedAnalyzer{}, addr)
+	c := fastCanary(h.ns)
+	c.Spec.Analysis.Interval = "1h" // hold the run at its first step
+	h.create(c)
+	waitFor(t, h.ns, "podinfo", 30*time.Second, "Initialized", func(c *sluicev1.Canary) bool {
+		return c.Status.Phase == sluicev1.CanaryPhaseInitialized
+	})
+	h.setImage("2")
+	waitFor(t, h.ns, "podinfo", 30*time.Second, "weight 10", func(c *sluicev1.Canary) bool { return c.Status.CanaryWeight == 10 })
+	want := fmt.Sprintf(`sluice_canary_weight{name="podinfo",namespace=%q} 10`, h.ns)
+	phase := fmt.Sprintf(`sluice_canary_phase{name="podinfo",namespace=%q} 3`, h.ns)
+	deadline := time.Now().Add(10 * time.Second)
+	var body string
+	for time.Now().Before(deadline) {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = string(b)
+			if strings.Contains(body, want) && strings.Contains(body, phase) {
+				return
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("/metrics lacks %q and %q:\n%s", want, phase, grepLines(body, "sluice_"))
+}
+
+func grepLines(s, substr string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

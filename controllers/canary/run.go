@@ -128,6 +128,7 @@ func (r *Reconciler) step(ctx context.Context, canary *sluicev1.Canary) (ctrl.Re
 		r.record(ctx, canary, e.Type, e.Reason, e.Message)
 	}
 	setPhaseConditions(canary, o.Hold, d.Events)
+	observeMetrics(canary, d.Events)
 	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
 }
 

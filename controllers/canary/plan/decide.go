@@ -132,6 +132,7 @@ func startRun(o Observed, d *Decision) {
 	s.Notifications = nil
 	s.LastStepTime = nil
 	s.LastProgressTime = stamp(o.Now)
+	s.RunStartTime = stamp(o.Now)
 	d.setWeight(0)
 	d.do(ActionScaleCanaryUp)
 	d.setPhase(sluicev1.CanaryPhaseProgressing, o.Now)
