@@ -205,7 +205,12 @@ const (
 	WebhookEvent                  WebhookType = "event"
 )
 
-// CanaryWebhook is an HTTP call at a gate of the run; a 2xx answer passes.
+// CanaryWebhook is an HTTP call at a gate of the run; a 2xx answer passes. A manual webhook makes
+// no call: its gate waits until someone approves with the sluice.dev/promote annotation
+// (`kubectl sluice promote`).
+//
+// +kubebuilder:validation:XValidation:rule="has(self.url) != (has(self.manual) && self.manual)",message="webhook: set url, or manual: true, not both"
+// +kubebuilder:validation:XValidation:rule="!(has(self.manual) && self.manual) || self.type in ['confirm-rollout', 'confirm-traffic-increase', 'confirm-promotion']",message="webhook: manual is only for confirm-rollout, confirm-traffic-increase and confirm-promotion"
 type CanaryWebhook struct {
 	// Name of the webhook, unique within the Canary.
 	// +kubebuilder:validation:MinLength=1
@@ -216,7 +221,11 @@ type CanaryWebhook struct {
 	Type WebhookType `json:"type,omitempty"`
 	// URL receives a POST with a JSON payload (name, namespace, phase, checksum, metadata).
 	// +kubebuilder:validation:Pattern=`^https?://`
-	URL string `json:"url"`
+	// +optional
+	URL string `json:"url,omitempty"`
+	// Manual makes the gate wait for the sluice.dev/promote annotation instead of calling a URL.
+	// +optional
+	Manual bool `json:"manual,omitempty"`
 	// Timeout of one call, a duration. Default 10s.
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	// +optional

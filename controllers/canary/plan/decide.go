@@ -110,6 +110,13 @@ func newRun(o Observed, d *Decision) {
 		d.RequeueAfter = holdRequeue(o)
 		return
 	}
+	if g, held := gate(o, sluicev1.WebhookConfirmRollout); held {
+		if d.Status.Phase != sluicev1.CanaryPhaseWaiting {
+			d.warning(EventWaitingAtGate, fmt.Sprintf("New revision %s waits at the confirm-rollout gate: %s", o.Revision, g.Message))
+		}
+		d.setPhase(sluicev1.CanaryPhaseWaiting, o.Now)
+		return
+	}
 	if o.Spec.SkipAnalysis {
 		startRun(o, d)
 		d.normal(EventNewRevision, fmt.Sprintf("New revision %s detected; skipAnalysis set, promoting", o.Revision))
@@ -161,20 +168,45 @@ func progress(o Observed, d *Decision) {
 		return
 	}
 	s := &d.Status
+	if o.Status.CanaryWeight == 0 && !o.Status.PreRolloutPassed && HasWebhooks(o.Spec, sluicev1.WebhookPreRollout) {
+		if g, held := gate(o, sluicev1.WebhookPreRollout); held {
+			s.FailedChecks++
+			s.LastStepTime = stamp(o.Now)
+			d.warning(EventPreRolloutFailed, fmt.Sprintf("Pre-rollout check failed (%d/%d): %s", s.FailedChecks, Threshold(o.Spec), g.Message))
+			if s.FailedChecks >= Threshold(o.Spec) {
+				rollback(o, d, "pre-rollout checks failed: "+g.Message)
+			}
+			return
+		}
+		s.PreRolloutPassed = true
+	}
 	if o.Status.CanaryWeight > 0 {
-		if o.Check == nil {
+		if o.Check == nil && !o.Spec.SkipAnalysis {
 			// The controller runs the analysis when AnalysisDue says so; without it, look again.
 			d.RequeueAfter = PollInterval
 			return
 		}
+		if g, _ := gate(o, sluicev1.WebhookRollback); HasWebhooks(o.Spec, sluicev1.WebhookRollback) && g.Passed {
+			d.warning(EventRollbackHook, "A rollback webhook asked for a rollback")
+			rollback(o, d, "requested by a rollback webhook")
+			return
+		}
+		check := Check{}
+		if o.Check != nil {
+			check = *o.Check
+		}
+		if g, held := gate(o, sluicev1.WebhookRollout); held {
+			check.Failed = true
+			check.Summary = joinSummary(check.Summary, "rollout webhook: "+g.Message)
+		}
 		s.Iterations++
 		s.LastStepTime = stamp(o.Now)
-		s.Analysis = o.Check.Results
-		if o.Check.Failed {
+		s.Analysis = check.Results
+		if check.Failed {
 			s.FailedChecks++
-			d.warning(EventCheckFailed, fmt.Sprintf("Check %d failed (%d/%d): %s", s.Iterations, s.FailedChecks, Threshold(o.Spec), o.Check.Summary))
+			d.warning(EventCheckFailed, fmt.Sprintf("Check %d failed (%d/%d): %s", s.Iterations, s.FailedChecks, Threshold(o.Spec), check.Summary))
 			if s.FailedChecks >= Threshold(o.Spec) {
-				rollback(o, d, fmt.Sprintf("failed checks threshold reached (%d): %s", s.FailedChecks, o.Check.Summary))
+				rollback(o, d, fmt.Sprintf("failed checks threshold reached (%d): %s", s.FailedChecks, check.Summary))
 			}
 			return
 		}
@@ -186,11 +218,29 @@ func progress(o Observed, d *Decision) {
 	s.LastStepTime = stamp(o.Now)
 	next, ok := NextWeight(Steps(o.Spec.Analysis), o.Status.CanaryWeight)
 	if !ok {
+		if g, held := gate(o, sluicev1.WebhookConfirmPromotion); held {
+			if o.Status.Phase != sluicev1.CanaryPhaseWaitingPromotion {
+				d.warning(EventWaitingAtGate, "Waiting at the confirm-promotion gate: "+g.Message)
+			}
+			d.setPhase(sluicev1.CanaryPhaseWaitingPromotion, o.Now)
+			return
+		}
 		startPromotion(o, d)
+		return
+	}
+	if g, held := gate(o, sluicev1.WebhookConfirmTrafficIncrease); held {
+		d.warning(EventWaitingAtGate, fmt.Sprintf("Weight %d waits at the confirm-traffic-increase gate: %s", next, g.Message))
 		return
 	}
 	d.setWeight(next)
 	d.normal(EventAdvanced, fmt.Sprintf("Advance canary weight to %d", next))
+}
+
+func joinSummary(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 // cancelRun ends a run whose target went back to the revision the primary runs: there is nothing

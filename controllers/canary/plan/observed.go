@@ -29,6 +29,9 @@ type Observed struct {
 	// Requests are the Canary's request annotations (sluicev1.AnnotationPromote, …) and their
 	// values; a value differing from Status.LastHandledRequests is a new request.
 	Requests map[string]string
+	// Gates holds the resolved outcome of every gate GatesDue asked for this tick (the
+	// controller waits, without deciding, while a call is still pending).
+	Gates map[sluicev1.WebhookType]GateResult
 	// Hold, when set, keeps a new run from starting and a running one from advancing a step
 	// (progression window closed, cap on simultaneous rollouts reached).
 	Hold *Hold
@@ -85,4 +88,11 @@ type Hold struct {
 	Message string
 	// Until is when to look again; zero means one interval.
 	Until time.Time
+}
+
+// GateResult is the outcome of all webhooks of one gate type: Passed only when every one passed.
+type GateResult struct {
+	Passed bool
+	// Message names the webhooks that did not pass and why (status code, timeout, no approval).
+	Message string
 }

@@ -31,6 +31,8 @@ type world struct {
 	canaryNeverReady bool
 	routeWeight      int32
 	analysis         func(w *world) Check
+	gates            func(t sluicev1.WebhookType, w *world) GateResult
+	requests         map[string]string
 	log              []string
 	// invariants
 	weightsSeen []int32
@@ -42,6 +44,7 @@ func newWorld(spec sluicev1.CanarySpec) *world {
 		now: start, start: start, spec: spec,
 		targetRevision: "rev-1", primaryReplicas: 2, canaryReplicas: 2,
 		analysis: func(*world) Check { return Check{} },
+		gates:    func(sluicev1.WebhookType, *world) GateResult { return GateResult{Passed: true} },
 	}
 }
 
@@ -64,6 +67,13 @@ func (w *world) observe() Observed {
 func (w *world) tick(t *testing.T) Decision {
 	t.Helper()
 	o := w.observe()
+	o.Requests = w.requests
+	for _, gt := range GatesDue(o) {
+		if o.Gates == nil {
+			o.Gates = map[sluicev1.WebhookType]GateResult{}
+		}
+		o.Gates[gt] = w.gates(gt, w)
+	}
 	if AnalysisDue(o) {
 		c := w.analysis(w)
 		o.Check = &c
