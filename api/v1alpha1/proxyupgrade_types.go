@@ -49,8 +49,8 @@ type ProxyUpgradeList struct {
 //
 // +kubebuilder:validation:XValidation:rule="(has(self.linkerd) ? 1 : 0) + (has(self.istio) ? 1 : 0) == 1",message="spec: set exactly one mesh block, linkerd or istio"
 // +kubebuilder:validation:XValidation:rule="self.mesh == 'linkerd' ? !has(self.istio) : !has(self.linkerd)",message="spec.mesh must name the mesh block that is set: spec.linkerd with mesh linkerd, spec.istio with mesh istio"
-// +kubebuilder:validation:XValidation:rule="!has(self.canaryNamespaces) || !has(self.namespaceSelector) || !has(self.namespaceSelector.matchLabels) || !('kubernetes.io/metadata.name' in self.namespaceSelector.matchLabels) || self.canaryNamespaces.all(n, n == self.namespaceSelector.matchLabels['kubernetes.io/metadata.name'])",message="spec.canaryNamespaces must be inside spec.namespaceSelector: its matchLabels kubernetes.io/metadata.name selects another namespace"
 // +kubebuilder:validation:XValidation:rule="!has(self.canaryNamespaces) || !has(self.namespaceSelector) || !has(self.namespaceSelector.matchExpressions) || self.namespaceSelector.matchExpressions.all(e, e.key != 'kubernetes.io/metadata.name' || (e.operator == 'In' ? self.canaryNamespaces.all(n, n in e.values) : (e.operator == 'NotIn' ? self.canaryNamespaces.all(n, !(n in e.values)) : e.operator != 'DoesNotExist')))",message="spec.canaryNamespaces must be inside spec.namespaceSelector: a matchExpressions entry on kubernetes.io/metadata.name excludes a canary namespace"
+// +kubebuilder:validation:XValidation:rule="!has(self.canaryNamespaces) || !has(self.namespaceSelector) || !has(self.namespaceSelector.matchLabels) || !('kubernetes.io/metadata.name' in self.namespaceSelector.matchLabels) || self.canaryNamespaces.all(n, n == self.namespaceSelector.matchLabels['kubernetes.io/metadata.name'])",message="spec.canaryNamespaces must be inside spec.namespaceSelector: its matchLabels kubernetes.io/metadata.name selects another namespace"
 type ProxyUpgradeSpec struct {
 	// Mesh whose data plane is upgraded: linkerd or istio. Immutable.
 	// +kubebuilder:validation:Enum=linkerd;istio
@@ -70,7 +70,7 @@ type ProxyUpgradeSpec struct {
 	// (Linkerd: linkerd.io/inject=enabled; Istio: istio.io/rev set to the previous or target
 	// revision, or istio-injection=enabled), except the mesh's control-plane namespace.
 	// +optional
-	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	NamespaceSelector *NamespaceSelector `json:"namespaceSelector,omitempty"`
 
 	// CanaryNamespaces are upgraded first, together, as wave 0, and must bake successfully before
 	// any other namespace is touched. They must be selected by NamespaceSelector.
@@ -123,6 +123,49 @@ type ProxyUpgradeSpec struct {
 	// Suspend stops all reconciliation: no wave starts, no restart, no rollback.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+}
+
+// NamespaceSelector selects namespaces by their labels, like a metav1.LabelSelector (the same
+// fields and semantics) with bounded sizes, so admission can check the canary namespaces against
+// the namespace names it spells out.
+type NamespaceSelector struct {
+	// MatchLabels: every label must match.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	MatchLabels map[string]string `json:"matchLabels,omitempty"`
+	// MatchExpressions: every requirement must match.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	MatchExpressions []NamespaceSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// NamespaceSelectorRequirement is a label requirement (metav1.LabelSelectorRequirement).
+type NamespaceSelectorRequirement struct {
+	// Key is the label key.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	Key string `json:"key"`
+	// Operator is In, NotIn, Exists or DoesNotExist.
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
+	Operator metav1.LabelSelectorOperator `json:"operator"`
+	// Values for In and NotIn.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	Values []string `json:"values,omitempty"`
+}
+
+// LabelSelector returns s as a metav1.LabelSelector.
+func (s *NamespaceSelector) LabelSelector() *metav1.LabelSelector {
+	if s == nil {
+		return nil
+	}
+	out := &metav1.LabelSelector{MatchLabels: s.MatchLabels}
+	for _, r := range s.MatchExpressions {
+		out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{
+			Key: r.Key, Operator: r.Operator, Values: r.Values})
+	}
+	return out
 }
 
 // LinkerdProxyUpgrade is the Linkerd proxy version to reach.

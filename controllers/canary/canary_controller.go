@@ -59,6 +59,11 @@ type Reconciler struct {
 	// Clock is the only source of time (a fake in tests). Default: the real clock.
 	Clock    clock.PassiveClock
 	Analyzer Analyzer
+	// Notifier delivers notifications (nil: none are sent).
+	Notifier Notifier
+	// Gates runs webhook calls in the background (nil: webhooks are not called and their gates
+	// never pass).
+	Gates GateRunner
 	// Routers holds the traffic provider for each Provider value.
 	Routers map[sluicev1.Provider]providers.Router
 	Options
@@ -90,8 +95,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	base := canary.DeepCopy()
+	out := &outbox{}
 	defer func() {
 		err := r.patchStatus(ctx, base, canary)
+		if err == nil {
+			r.deliver(ctx, canary, out)
+		}
 		switch {
 		case apierrors.IsConflict(err):
 			// The cached Canary was stale: drop this tick's status and decide again shortly.
@@ -114,7 +123,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		markSuspended(canary)
 		return ctrl.Result{}, nil
 	}
-	return r.reconcileRun(ctx, canary)
+	return r.reconcileRun(ctx, canary, out)
 }
 
 // reconcileFinalizer adds the finalizer when revertOnDeletion is set and removes it otherwise;

@@ -92,3 +92,8 @@ func markWaiting(c *sluicev1.Canary, reason, msg string) {
 func markSuspended(c *sluicev1.Canary) {
 	setCondition(c, sluicev1.ConditionReconciling, metav1.ConditionFalse, sluicev1.ReasonSuspended, "Reconciliation is suspended (spec.suspend)")
 }
+
+// removeCondition drops a condition type.
+func removeCondition(c *sluicev1.Canary, typ string) {
+	apimeta.RemoveStatusCondition(&c.Status.Conditions, typ)
+}

@@ -19,8 +19,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/notify"
 	"sluice.dev/sluice/providers"
 	"sluice.dev/sluice/providers/gatewayapi"
+	"sluice.dev/sluice/webhooks"
 )
 
 // runningManager is a Sluice manager started in the test process.
@@ -59,10 +61,15 @@ func startManagerWithMetrics(t *testing.T, ns, leaseID string, analyzer *scripte
 		t.Fatal(err)
 	}
 	c := mgr.GetClient()
+	gates := webhooks.NewRunner(webhooks.Options{})
+	if err := mgr.Add(gates); err != nil {
+		t.Fatal(err)
+	}
 	r := &Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: &eventLog{}, Clock: clock.RealClock{},
-		Analyzer: analyzer, Routers: map[sluicev1.Provider]providers.Router{sluicev1.ProviderGatewayAPI: gatewayapi.New(c)}}
+		Analyzer: analyzer, Routers: map[sluicev1.Provider]providers.Router{sluicev1.ProviderGatewayAPI: gatewayapi.New(c)},
+		Gates: gates, Notifier: notify.New(c, notify.Options{Timeout: 2 * time.Second})}
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := r.SetupWithManager(ctx, mgr, 2); err != nil {
+	if err := r.SetupWithManager(ctx, mgr, managerWorkers); err != nil {
 		t.Fatal(err)
 	}
 	m := &runningManager{analyzer: analyzer, cancel: cancel, done: make(chan error, 1)}
@@ -81,6 +88,10 @@ func (m *runningManager) stop() {
 }
 
 func ptrDuration(d time.Duration) *time.Duration { return &d }
+
+// managerWorkers is MaxConcurrentReconciles of test managers: one, so a test sees at once if a
+// reconcile ever holds its worker (for a slow webhook, say).
+const managerWorkers = 1
 
 // playDeploymentController keeps marking the namespace's Deployments rolled out until the test
 // ends.

@@ -33,8 +33,9 @@ func stalled(reason string, format string, args ...any) error {
 }
 
 // reconcileRun observes the target, primary and route, asks the plan what to do, and does it.
-func (r *Reconciler) reconcileRun(ctx context.Context, canary *sluicev1.Canary) (ctrl.Result, error) {
-	res, err := r.step(ctx, canary)
+func (r *Reconciler) reconcileRun(ctx context.Context, canary *sluicev1.Canary, out *outbox) (ctrl.Result, error) {
+	r.checkAlertProviders(ctx, canary)
+	res, err := r.step(ctx, canary, out)
 	var st *stalledError
 	if errors.As(err, &st) {
 		if markStalled(canary, st.reason, st.err.Error()) {
@@ -50,7 +51,7 @@ func (r *Reconciler) reconcileRun(ctx context.Context, canary *sluicev1.Canary) 
 	return res, nil
 }
 
-func (r *Reconciler) step(ctx context.Context, canary *sluicev1.Canary) (ctrl.Result, error) {
+func (r *Reconciler) step(ctx context.Context, canary *sluicev1.Canary, out *outbox) (ctrl.Result, error) {
 	router, ok := r.Routers[providerOf(canary)]
 	if !ok {
 		return ctrl.Result{}, stalled(sluicev1.ReasonInvalidSpec, "provider %q is not enabled in this controller", providerOf(canary))
@@ -105,10 +106,21 @@ func (r *Reconciler) step(ctx context.Context, canary *sluicev1.Canary) (ctrl.Re
 	} else {
 		o.Hold = hold
 	}
-	if plan.AnalysisDue(o) {
+	gatesDue := len(plan.GatesDue(o)) > 0
+	if gatesDue || plan.AnalysisDue(o) {
+		// Gates and checks are side effects that must not run twice: act on a current Canary.
 		if stale, err := r.isStale(ctx, canary); err != nil || stale {
 			return ctrl.Result{RequeueAfter: staleRetry}, err
 		}
+	}
+	if gatesDue {
+		gates, pending := r.resolveGates(canary, o)
+		if pending {
+			return ctrl.Result{RequeueAfter: gatePoll}, nil
+		}
+		o.Gates = gates
+	}
+	if plan.AnalysisDue(o) {
 		check, err := r.Analyzer.Analyze(ctx, canary, o.Now)
 		if ctx.Err() != nil {
 			return ctrl.Result{}, ctx.Err()
@@ -129,6 +141,8 @@ func (r *Reconciler) step(ctx context.Context, canary *sluicev1.Canary) (ctrl.Re
 	}
 	setPhaseConditions(canary, o.Hold, d.Events)
 	observeMetrics(canary, d.Events)
+	queueNotifications(canary, d.Events, out)
+	r.fireHooks(canary, d.Events)
 	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
 }
 

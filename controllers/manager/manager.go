@@ -18,10 +18,13 @@ import (
 	"sluice.dev/sluice/analysis"
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary"
+	"sluice.dev/sluice/controllers/proxyupgrade"
 	"sluice.dev/sluice/controllers/scheme"
+	"sluice.dev/sluice/notify"
 	"sluice.dev/sluice/providers"
 	"sluice.dev/sluice/providers/gatewayapi"
 	"sluice.dev/sluice/providers/istio"
+	"sluice.dev/sluice/webhooks"
 )
 
 // Options configure the manager. The zero value of a field means its documented default.
@@ -76,7 +79,13 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
 	c := mgr.GetClient()
+	gates := webhooks.NewRunner(webhooks.Options{})
+	if err := mgr.Add(gates); err != nil {
+		return nil, err
+	}
 	r := &canary.Reconciler{
+		Gates:     gates,
+		Notifier:  notify.New(c, notify.Options{Timeout: 5 * time.Second}),
 		Client:    c,
 		APIReader: mgr.GetAPIReader(),
 		Scheme:    mgr.GetScheme(),
@@ -96,6 +105,18 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}
 	if err := r.SetupWithManager(ctx, mgr, workers); err != nil {
 		return nil, fmt.Errorf("setting up the canary controller: %w", err)
+	}
+	pu := &proxyupgrade.Reconciler{
+		Client:    c,
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("sluice"),
+		Clock:     clock.RealClock{},
+		Analyzer: analysis.NewEngine(c, analysis.Options{DefaultAddress: o.MetricsServer,
+			ScrapeInterval: o.ScrapeInterval, QueryTimeout: o.QueryTimeout}),
+		Options: proxyupgrade.Options{ScrapeInterval: o.ScrapeInterval},
+	}
+	if err := pu.SetupWithManager(ctx, mgr, 2); err != nil {
+		return nil, fmt.Errorf("setting up the proxyupgrade controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err

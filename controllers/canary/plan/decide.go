@@ -195,13 +195,16 @@ func progress(o Observed, d *Decision) {
 		if o.Check != nil {
 			check = *o.Check
 		}
+		results := append([]sluicev1.MetricResult(nil), check.Results...)
 		if g, held := gate(o, sluicev1.WebhookRollout); held {
 			check.Failed = true
 			check.Summary = joinSummary(check.Summary, "rollout webhook: "+g.Message)
+			results = append(results, sluicev1.MetricResult{Name: "rollout-webhooks", Verdict: sluicev1.VerdictFail,
+				Message: g.Message, CheckedAt: stamp(o.Now)})
 		}
 		s.Iterations++
 		s.LastStepTime = stamp(o.Now)
-		s.Analysis = check.Results
+		s.Analysis = results
 		if check.Failed {
 			s.FailedChecks++
 			d.warning(EventCheckFailed, fmt.Sprintf("Check %d failed (%d/%d): %s", s.Iterations, s.FailedChecks, Threshold(o.Spec), check.Summary))

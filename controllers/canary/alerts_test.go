@@ -1,0 +1,222 @@
+package canary
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slack-go/slack"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/notify"
+)
+
+// slackReceiver counts the Slack messages it receives, by their fallback text's first words.
+type slackReceiver struct {
+	mu       sync.Mutex
+	messages []string
+	srv      *httptest.Server
+}
+
+func newSlackReceiver(t *testing.T) *slackReceiver {
+	r := &slackReceiver{}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		var msg slack.WebhookMessage
+		body, _ := io.ReadAll(req.Body)
+		if err := json.Unmarshal(body, &msg); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.mu.Lock()
+		r.messages = append(r.messages, msg.Text)
+		r.mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *slackReceiver) all() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.messages)
+}
+
+// addSlackAlert creates a Secret with the receiver's URL, an AlertProvider and points the
+// Canary's alerts at it with severity.
+func addSlackAlert(t *testing.T, ns string, c *sluicev1.Canary, url string, severity sluicev1.AlertSeverity) {
+	t.Helper()
+	ctx := context.Background()
+	if url != "" {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "slack-url", Namespace: ns}, StringData: map[string]string{"address": url}}
+		if err := env.Client.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ap := &sluicev1.AlertProvider{ObjectMeta: metav1.ObjectMeta{Name: "slack", Namespace: ns},
+		Spec: sluicev1.AlertProviderSpec{Type: sluicev1.AlertProviderSlack, Channel: "deploys", SecretRef: corev1.LocalObjectReference{Name: "slack-url"}}}
+	if err := env.Client.Create(ctx, ap); err != nil {
+		t.Fatal(err)
+	}
+	c.Spec.Analysis.Alerts = []sluicev1.CanaryAlert{{Name: "team", Severity: severity, ProviderRef: sluicev1.CrossNamespaceObjectReference{Name: "slack"}}}
+}
+
+// TestOneSlackMessagePerTransitionAcrossRestart: stepWeights [1, 10, 50] send exactly one message
+// per transition (new revision, three steps, promotion), and a controller restart mid-rollout
+// sends none twice.
+func TestOneSlackMessagePerTransitionAcrossRestart(t *testing.T) {
+	h := newHarness(t)
+	h.app(1, "1")
+	playDeploymentController(t, h.ns)
+	rcv := newSlackReceiver(t)
+	c := fastCanary(h.ns)
+	c.Spec.Analysis.StepWeight, c.Spec.Analysis.MaxWeight = 0, 0
+	c.Spec.Analysis.StepWeights = []int32{1, 10, 50}
+	c.Spec.Analysis.Interval = "2s"
+	addSlackAlert(t, h.ns, c, rcv.srv.URL, sluicev1.SeverityInfo)
+	first := startManager(t, h.ns, "", &scriptedAnalyzer{})
+	h.create(c)
+	waitFor(t, h.ns, "podinfo", 30*time.Second, "Initialized", func(c *sluicev1.Canary) bool {
+		return c.Status.Phase == sluicev1.CanaryPhaseInitialized
+	})
+	h.setImage("2")
+	waitFor(t, h.ns, "podinfo", 30*time.Second, "weight 10", func(c *sluicev1.Canary) bool { return c.Status.CanaryWeight == 10 })
+	first.stop()
+	before := len(rcv.all())
+	startManager(t, h.ns, "", &scriptedAnalyzer{})
+	waitFor(t, h.ns, "podinfo", 30*time.Second, "Succeeded", func(c *sluicev1.Canary) bool {
+		return c.Status.Phase == sluicev1.CanaryPhaseSucceeded
+	})
+	time.Sleep(3 * time.Second) // a duplicate would arrive within an interval or two
+	got := rcv.all()
+	if before != 3 || len(got) != 5 {
+		t.Fatalf("%d messages before the restart (want 3: new revision, weight 1, weight 10), %d in all (want 5):\n%s",
+			before, len(got), strings.Join(got, "\n"))
+	}
+	for _, want := range []string{"New revision", "weight to 1", "weight to 10", "weight to 50", "Promot"} {
+		n := 0
+		for _, m := range got {
+			if strings.Contains(m, want) {
+				n++
+			}
+		}
+		if n < 1 {
+			t.Errorf("no message about %q:\n%s", want, strings.Join(got, "\n"))
+		}
+	}
+}
+
+// TestFailuresOutsideAnalysisAlertOnce: a failing pre-rollout webhook and a progress deadline
+// each produce exactly one alert of their kind on an error-severity alert.
+func TestFailuresOutsideAnalysisAlertOnce(t *testing.T) {
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "load test failed", http.StatusInternalServerError)
+	}))
+	defer failing.Close()
+	for _, tt := range []struct {
+		name   string
+		mutate func(*sluicev1.Canary)
+		want   string
+	}{
+		{"pre-rollout webhook", func(c *sluicev1.Canary) {
+			c.Spec.Analysis.Webhooks = []sluicev1.CanaryWebhook{{Name: "load-test", Type: sluicev1.WebhookPreRollout, URL: failing.URL, Timeout: "2s"}}
+			c.Spec.Analysis.Threshold = 3
+		}, "Pre-rollout"},
+		{"progress deadline", func(c *sluicev1.Canary) {
+			c.Spec.ProgressDeadlineSeconds = ptr.To[int32](3)
+			c.Spec.Analysis.CanaryReadyThreshold = ptr.To[int32](100)
+		}, "No progress"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.app(1, "1")
+			rcv := newSlackReceiver(t)
+			c := fastCanary(h.ns)
+			tt.mutate(c)
+			addSlackAlert(t, h.ns, c, rcv.srv.URL, sluicev1.SeverityError)
+			if tt.name == "progress deadline" {
+				// The canary never becomes ready: play the Deployment controller only for the primary.
+				playOnly(t, h.ns, "podinfo-primary")
+			} else {
+				playDeploymentController(t, h.ns)
+			}
+			startManager(t, h.ns, "", &scriptedAnalyzer{})
+			h.create(c)
+			waitFor(t, h.ns, "podinfo", 30*time.Second, "Initialized", func(c *sluicev1.Canary) bool {
+				return c.Status.Phase == sluicev1.CanaryPhaseInitialized
+			})
+			h.setImage("2")
+			waitFor(t, h.ns, "podinfo", 60*time.Second, "Failed", func(c *sluicev1.Canary) bool {
+				return c.Status.Phase == sluicev1.CanaryPhaseFailed
+			})
+			time.Sleep(3 * time.Second)
+			got := rcv.all()
+			n := 0
+			for _, m := range got {
+				if strings.Contains(m, tt.want) {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Fatalf("%d alerts mentioning %q, want exactly 1:\n%s", n, tt.want, strings.Join(got, "\n"))
+			}
+		})
+	}
+}
+
+// TestSecretlessAlertProviderCondition: an AlertProvider whose Secret is missing surfaces as a
+// condition naming the Secret, and the Canary still works.
+func TestSecretlessAlertProviderCondition(t *testing.T) {
+	h := newHarness(t)
+	h.r.Notifier = newTestNotifier()
+	h.app(1, "1")
+	c := seedCanary(h.ns)
+	addSlackAlert(t, h.ns, c, "", sluicev1.SeverityInfo)
+	h.create(c)
+	h.runUntil(sluicev1.CanaryPhaseInitialized, 10)
+	cond := findCondition(h.canary(), conditionAlerts)
+	if cond == nil || cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, "slack-url") {
+		t.Fatalf("condition %+v does not name the missing Secret slack-url", cond)
+	}
+}
+
+// playOnly plays the Deployment controller for one Deployment of ns until the test ends; the
+// others never become ready.
+func playOnly(t *testing.T, ns, name string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			d := &appsv1.Deployment{}
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d); err == nil {
+				n := *d.Spec.Replicas
+				st := appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+				if !equality.Semantic.DeepEqual(d.Status, st) {
+					patch := client.MergeFrom(d.DeepCopy())
+					d.Status = st
+					_ = env.Client.Status().Patch(ctx, d, patch)
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func newTestNotifier() Notifier {
+	return notify.New(env.Client, notify.Options{Timeout: 2 * time.Second})
+}

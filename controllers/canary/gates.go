@@ -1,0 +1,118 @@
+package canary
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/canary/plan"
+	"sluice.dev/sluice/webhooks"
+)
+
+// GateRunner runs webhook calls in the background; webhooks.Runner implements it.
+type GateRunner interface {
+	// Poll returns the state of the call named key without blocking, starting it on first use.
+	Poll(key string, hook sluicev1.CanaryWebhook, p webhooks.Payload) webhooks.Result
+	// Fire calls hook in the background and forgets it.
+	Fire(hook sluicev1.CanaryWebhook, p webhooks.Payload)
+}
+
+// gatePoll is how soon to look again while a gate's call is in flight.
+const gatePoll = time.Second
+
+// resolveGates polls the webhooks of every due gate type. It returns the resolved results, or
+// pending=true when any call is still running: the tick then decides nothing and looks again
+// shortly, so a slow hook never holds a worker.
+func (r *Reconciler) resolveGates(canary *sluicev1.Canary, o plan.Observed) (map[sluicev1.WebhookType]plan.GateResult, bool) {
+	due := plan.GatesDue(o)
+	if len(due) == 0 {
+		return nil, false
+	}
+	out := map[sluicev1.WebhookType]plan.GateResult{}
+	pending := false
+	for _, t := range due {
+		res := plan.GateResult{Passed: true}
+		var failures []string
+		for _, h := range canary.Spec.Analysis.Webhooks {
+			if webhookType(h) != t {
+				continue
+			}
+			if h.Manual {
+				failures = append(failures, fmt.Sprintf("%s: waiting for approval (kubectl sluice promote, annotation %s)", h.Name, sluicev1.AnnotationPromote))
+				continue
+			}
+			if r.Gates == nil {
+				failures = append(failures, h.Name+": no webhook runner configured")
+				continue
+			}
+			call := r.Gates.Poll(gateKey(canary, o, h), h, payload(canary, o.Revision, t))
+			switch call.State {
+			case webhooks.Pending:
+				pending = true
+			case webhooks.Failed:
+				failures = append(failures, fmt.Sprintf("%s: %s", h.Name, call.Message))
+			}
+		}
+		if len(failures) > 0 {
+			res = plan.GateResult{Message: strings.Join(failures, "; ")}
+		}
+		out[t] = res
+	}
+	return out, pending
+}
+
+// gateKey names one call of a hook: the Canary, the revision, the hook and the check round (checks
+// done, failed checks, the last step's time; while Waiting, the intervals waited), so each round
+// asks again and a restarted controller asks the same round again.
+func gateKey(c *sluicev1.Canary, o plan.Observed, h sluicev1.CanaryWebhook) string {
+	s := o.Status
+	var lastStep int64
+	if s.LastStepTime != nil {
+		lastStep = s.LastStepTime.Unix()
+	}
+	var waitRound int64
+	if s.Phase == sluicev1.CanaryPhaseWaiting && s.LastTransitionTime != nil {
+		waitRound = int64(o.Now.Sub(s.LastTransitionTime.Time) / plan.Interval(c.Spec))
+	}
+	return fmt.Sprintf("%s/%s/%s/%s/%d/%d/%d/%d", c.UID, o.Revision, webhookType(h), h.Name, s.Iterations, s.FailedChecks, lastStep, waitRound)
+}
+
+func webhookType(h sluicev1.CanaryWebhook) sluicev1.WebhookType {
+	if h.Type == "" {
+		return sluicev1.WebhookRollout
+	}
+	return h.Type
+}
+
+func payload(c *sluicev1.Canary, revision string, t sluicev1.WebhookType) webhooks.Payload {
+	return webhooks.Payload{Name: c.Name, Namespace: c.Namespace, Phase: string(c.Status.Phase), Checksum: revision, Type: string(t)}
+}
+
+// fireHooks calls the fire-and-forget hooks of this tick: post-rollout when a run ended, and
+// event hooks for every event.
+func (r *Reconciler) fireHooks(c *sluicev1.Canary, events []plan.Event) {
+	if r.Gates == nil || len(events) == 0 {
+		return
+	}
+	ended := false
+	for _, e := range events {
+		if e.Reason == plan.EventSucceeded || e.Reason == plan.EventRollback {
+			ended = true
+		}
+	}
+	for _, h := range c.Spec.Analysis.Webhooks {
+		switch webhookType(h) {
+		case sluicev1.WebhookPostRollout:
+			if ended {
+				r.Gates.Fire(h, payload(c, c.Status.LastAppliedSpec, sluicev1.WebhookPostRollout))
+			}
+		case sluicev1.WebhookEvent:
+			for _, e := range events {
+				p := payload(c, c.Status.LastAppliedSpec, sluicev1.WebhookEvent)
+				p.Metadata = map[string]string{"eventType": e.Type, "reason": e.Reason, "message": e.Message}
+				r.Gates.Fire(h, p)
+			}
+		}
+	}
+}
