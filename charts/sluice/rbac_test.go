@@ -1,0 +1,146 @@
+package chart
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/manager"
+)
+
+// TestManagerRunsWithOnlyTheChartsRBAC installs the chart's ServiceAccount and RBAC, runs the real
+// manager impersonating that ServiceAccount (leader election on, in the release namespace), and
+// drives the seed's Canary through a whole rollout: the chart grants everything the controller
+// needs and nothing is done with other credentials.
+func TestManagerRunsWithOnlyTheChartsRBAC(t *testing.T) {
+	if env == nil {
+		t.Skip("needs envtest")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	release := env.Namespace(t)
+	app := env.Namespace(t)
+	out, err := Render(Release{Name: "sluice", Namespace: release})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sa string
+	for _, kind := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} {
+		for _, o := range out.OfKind(kind) {
+			o = o.DeepCopy()
+			if kind == "ServiceAccount" {
+				sa = o.GetName()
+			}
+			if err := env.Client.Create(ctx, o); err != nil {
+				t.Fatalf("installing %s %s: %v", kind, o.GetName(), err)
+			}
+			if kind == "ClusterRole" || kind == "ClusterRoleBinding" {
+				t.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
+			}
+		}
+	}
+	if sa == "" {
+		t.Fatal("the chart renders no ServiceAccount")
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:%s", release, sa)}
+	// The impersonated identity really is limited: RBAC objects are not in the chart's rules.
+	limited, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := limited.List(ctx, &rbacv1.ClusterRoleList{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("listing ClusterRoles as the chart's ServiceAccount: %v, want Forbidden (else this test proves nothing)", err)
+	}
+
+	mgr, err := manager.New(ctx, cfg, manager.Options{MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
+		LeaderElection: true, LeaderElectionID: "sluice-rbac-test", LeaderElectionNamespace: release,
+		MetricsServer: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	defer func() { cancel(); <-done }()
+	go playDeploymentController(ctx, app)
+
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "podinfo", Namespace: app},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "podinfo"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "podinfo"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "podinfo:1"}}}}},
+	}
+	canary := &sluicev1.Canary{
+		ObjectMeta: metav1.ObjectMeta{Name: "podinfo", Namespace: app},
+		Spec: sluicev1.CanarySpec{
+			TargetRef: sluicev1.TargetReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "podinfo"},
+			Service:   sluicev1.CanaryService{Port: 9898},
+			Analysis:  sluicev1.CanaryAnalysis{Interval: "1s", Threshold: 5, MaxWeight: 50, StepWeight: 10},
+		},
+	}
+	for _, o := range []client.Object{dep, canary} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitPhase(t, canary, sluicev1.CanaryPhaseInitialized)
+	patch := client.MergeFrom(dep.DeepCopy())
+	dep.Spec.Template.Spec.Containers[0].Image = "podinfo:2"
+	if err := env.Client.Patch(ctx, dep, patch); err != nil {
+		t.Fatal(err)
+	}
+	waitPhase(t, canary, sluicev1.CanaryPhaseSucceeded)
+	primary := &appsv1.Deployment{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: app, Name: "podinfo-primary"}, primary); err != nil {
+		t.Fatal(err)
+	}
+	if img := primary.Spec.Template.Spec.Containers[0].Image; img != "podinfo:2" {
+		t.Fatalf("primary runs %s after the rollout", img)
+	}
+}
+
+func waitPhase(t *testing.T, c *sluicev1.Canary, phase sluicev1.CanaryPhase) {
+	t.Helper()
+	got := &sluicev1.Canary{}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(c), got); err == nil && got.Status.Phase == phase {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("canary did not reach %s; status %+v", phase, got.Status)
+}
+
+// playDeploymentController marks every Deployment of ns rolled out until ctx ends.
+func playDeploymentController(ctx context.Context, ns string) {
+	for ctx.Err() == nil {
+		list := &appsv1.DeploymentList{}
+		if err := env.Client.List(ctx, list, client.InNamespace(ns)); err == nil {
+			for i := range list.Items {
+				d := &list.Items[i]
+				n := *d.Spec.Replicas
+				st := appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+				if !equality.Semantic.DeepEqual(d.Status, st) {
+					p := client.MergeFrom(d.DeepCopy())
+					d.Status = st
+					_ = env.Client.Status().Patch(ctx, d, p)
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
