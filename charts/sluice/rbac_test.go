@@ -9,7 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -18,6 +17,7 @@ import (
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/manager"
+	"sluice.dev/sluice/test/testenv"
 )
 
 // TestManagerRunsWithOnlyTheChartsRBAC installs the chart's ServiceAccount and RBAC, runs the real
@@ -74,7 +74,7 @@ func TestManagerRunsWithOnlyTheChartsRBAC(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	defer func() { cancel(); <-done }()
-	go playDeploymentController(ctx, app)
+	go testenv.PlayDeploymentController(ctx, env.Client, app)
 
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "podinfo", Namespace: app},
@@ -123,24 +123,4 @@ func waitPhase(t *testing.T, c *sluicev1.Canary, phase sluicev1.CanaryPhase) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("canary did not reach %s; status %+v", phase, got.Status)
-}
-
-// playDeploymentController marks every Deployment of ns rolled out until ctx ends.
-func playDeploymentController(ctx context.Context, ns string) {
-	for ctx.Err() == nil {
-		list := &appsv1.DeploymentList{}
-		if err := env.Client.List(ctx, list, client.InNamespace(ns)); err == nil {
-			for i := range list.Items {
-				d := &list.Items[i]
-				n := *d.Spec.Replicas
-				st := appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
-				if !equality.Semantic.DeepEqual(d.Status, st) {
-					p := client.MergeFrom(d.DeepCopy())
-					d.Status = st
-					_ = env.Client.Status().Patch(ctx, d, p)
-				}
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

@@ -59,6 +59,7 @@ func TestDefaultsRenderTheExpectedObjects(t *testing.T) {
 		"CustomResourceDefinition/alertproviders.sluice.dev",
 		"CustomResourceDefinition/canaries.sluice.dev",
 		"CustomResourceDefinition/metrictemplates.sluice.dev",
+		"CustomResourceDefinition/proxyupgrades.sluice.dev",
 		"ServiceAccount/sluice",
 		"ClusterRole/sluice-manager",
 		"ClusterRoleBinding/sluice-manager",
@@ -217,8 +218,8 @@ func TestCRDsSwitchAndKeepPolicy(t *testing.T) {
 	}
 	for _, keep := range []bool{true, false} {
 		crds := render(t, map[string]any{"crds": map[string]any{"keep": keep}}).OfKind("CustomResourceDefinition")
-		if len(crds) != 3 {
-			t.Fatalf("crds.keep=%v: %d CRDs, want 3", keep, len(crds))
+		if len(crds) != 4 {
+			t.Fatalf("crds.keep=%v: %d CRDs, want 4 (Canary, MetricTemplate, AlertProvider, ProxyUpgrade)", keep, len(crds))
 		}
 		for _, crd := range crds {
 			policy, has := crd.GetAnnotations()["helm.sh/resource-policy"]

@@ -13,12 +13,9 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/notify"
@@ -149,7 +146,7 @@ func TestFailuresOutsideAnalysisAlertOnce(t *testing.T) {
 			addSlackAlert(t, h.ns, c, rcv.srv.URL, sluicev1.SeverityError)
 			if tt.name == "progress deadline" {
 				// The canary never becomes ready: play the Deployment controller only for the primary.
-				playOnly(t, h.ns, "podinfo-primary")
+				playDeploymentController(t, h.ns, "podinfo-primary")
 			} else {
 				playDeploymentController(t, h.ns)
 			}
@@ -191,30 +188,6 @@ func TestSecretlessAlertProviderCondition(t *testing.T) {
 	if cond == nil || cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, "slack-url") {
 		t.Fatalf("condition %+v does not name the missing Secret slack-url", cond)
 	}
-}
-
-// playOnly plays the Deployment controller for one Deployment of ns until the test ends; the
-// others never become ready.
-func playOnly(t *testing.T, ns, name string) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			d := &appsv1.Deployment{}
-			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d); err == nil {
-				n := *d.Spec.Replicas
-				st := appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
-				if !equality.Semantic.DeepEqual(d.Status, st) {
-					patch := client.MergeFrom(d.DeepCopy())
-					d.Status = st
-					_ = env.Client.Status().Patch(ctx, d, patch)
-				}
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
 }
 
 func newTestNotifier() Notifier {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -69,6 +70,8 @@ type Reconciler struct {
 	Options
 
 	cap rolloutCap
+	// patchedFrom maps a Canary to the resourceVersion its last status patch was based on.
+	patchedFrom sync.Map
 }
 
 // +kubebuilder:rbac:groups=sluice.dev,resources=canaries,verbs=get;list;watch;update;patch
@@ -93,6 +96,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			forgetMetrics(canary)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.cacheBehindOwnWrite(canary) {
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
 	}
 	base := canary.DeepCopy()
 	out := &outbox{}
@@ -156,7 +162,25 @@ func (r *Reconciler) patchStatus(ctx context.Context, base, canary *sluicev1.Can
 	if err := r.Status().Patch(ctx, canary, patch); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("patching status of canary %s/%s: %w", canary.Namespace, canary.Name, err))
 	}
+	r.patchedFrom.Store(client.ObjectKeyFromObject(canary), base.ResourceVersion)
 	return nil
+}
+
+// cacheBehindOwnWrite reports whether the cached Canary is still the version this process last
+// patched the status of: the cache has not seen that write yet, and deciding from it would repeat
+// the last transition (and fail its patch with a conflict). It costs no request; after a restart
+// the memory is empty and the optimistic lock still guards the write.
+func (r *Reconciler) cacheBehindOwnWrite(canary *sluicev1.Canary) bool {
+	key := client.ObjectKeyFromObject(canary)
+	rv, ok := r.patchedFrom.Load(key)
+	if !ok {
+		return false
+	}
+	if rv == canary.ResourceVersion {
+		return true
+	}
+	r.patchedFrom.Delete(key)
+	return false
 }
 
 // staleRetry is how soon to look again when the cache turned out to lag behind our own writes.

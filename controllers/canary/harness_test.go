@@ -11,7 +11,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -261,29 +260,10 @@ func (h *harness) setImage(tag string) {
 	}
 }
 
-// markDeploymentsRolledOut plays the Deployment controller: every Deployment in ns reports all
-// its replicas updated and ready for its current generation.
+// markDeploymentsRolledOut plays the Deployment controller once for ns (see testenv.MarkRolledOut).
 func markDeploymentsRolledOut(t testing.TB, c client.Client, ns string) {
 	t.Helper()
-	list := &appsv1.DeploymentList{}
-	if err := c.List(context.Background(), list, client.InNamespace(ns)); err != nil {
-		t.Fatalf("listing deployments: %v", err)
-	}
-	for i := range list.Items {
-		d := &list.Items[i]
-		n := int32(1)
-		if d.Spec.Replicas != nil {
-			n = *d.Spec.Replicas
-		}
-		st := appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n,
-			ReadyReplicas: n, AvailableReplicas: n}
-		if equality.Semantic.DeepEqual(d.Status, st) {
-			continue
-		}
-		patch := client.MergeFrom(d.DeepCopy())
-		d.Status = st
-		if err := c.Status().Patch(context.Background(), d, patch); err != nil {
-			t.Fatalf("writing status of %s: %v", d.Name, err)
-		}
+	if err := testenv.MarkRolledOut(context.Background(), c, ns); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"sluice.dev/sluice/notify"
 	"sluice.dev/sluice/providers"
 	"sluice.dev/sluice/providers/gatewayapi"
+	"sluice.dev/sluice/test/testenv"
 	"sluice.dev/sluice/webhooks"
 )
 
@@ -93,20 +94,12 @@ func ptrDuration(d time.Duration) *time.Duration { return &d }
 // reconcile ever holds its worker (for a slow webhook, say).
 const managerWorkers = 1
 
-// playDeploymentController keeps marking the namespace's Deployments rolled out until the test
-// ends.
-func playDeploymentController(t *testing.T, ns string) {
+// playDeploymentController plays the Deployment controller for ns until the test ends.
+func playDeploymentController(t *testing.T, ns string, only ...string) {
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for ctx.Err() == nil {
-			markDeploymentsRolledOut(t, env.Client, ns)
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	done := make(chan struct{})
+	go func() { defer close(done); testenv.PlayDeploymentController(ctx, env.Client, ns, only...) }()
+	t.Cleanup(func() { cancel(); <-done })
 }
 
 // waitFor polls the Canary until cond holds or timeout passes.

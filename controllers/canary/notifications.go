@@ -37,10 +37,12 @@ var notification = map[string]struct {
 	plan.EventPreRolloutFailed: {notify.EventPreRolloutFailed, sluicev1.SeverityError},
 }
 
-// outbox holds what a tick delivers once its status patch succeeded: notifications whose dedup
-// keys that patch records. If the patch fails nothing is sent, and the next tick decides again.
+// outbox holds what a tick delivers once its status patch succeeded: the decision's events and the
+// notifications whose dedup keys that patch records. If the patch fails nothing is recorded or
+// sent, and the next tick decides again: one event and one message per transition.
 type outbox struct {
 	messages []notify.Message
+	events   []plan.Event
 }
 
 // queueNotifications turns this tick's events into messages, skipping those whose dedup key
@@ -79,9 +81,12 @@ func queueNotifications(c *sluicev1.Canary, events []plan.Event, out *outbox) {
 	}
 }
 
-// deliver sends the outbox's notifications; failures become warning events (the condition comes
-// from Notifier.Check on the next tick).
+// deliver records the outbox's Kubernetes events and sends its notifications; failures become
+// warning events (the condition comes from Notifier.Check on the next tick).
 func (r *Reconciler) deliver(ctx context.Context, c *sluicev1.Canary, out *outbox) {
+	for _, e := range out.events {
+		r.record(ctx, c, e.Type, e.Reason, e.Message)
+	}
 	if r.Notifier == nil {
 		return
 	}

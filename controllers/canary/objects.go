@@ -72,8 +72,16 @@ func (r *Reconciler) ensureServices(ctx context.Context, canary *sluicev1.Canary
 		return stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 	}
 	for _, want := range desired {
+		have := &corev1.Service{}
+		err := r.Get(ctx, client.ObjectKeyFromObject(want), have)
+		if err == nil && serviceMatches(have, want) {
+			continue // the common, idle case: no conversion, no request
+		}
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("reading service %s: %w", want.Name, err)
+		}
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: want.Namespace}}
-		_, err := controllerutil.CreateOrPatch(ctx, r.Client, svc, func() error {
+		_, err = controllerutil.CreateOrPatch(ctx, r.Client, svc, func() error {
 			if svc.Labels == nil {
 				svc.Labels = map[string]string{}
 			}
@@ -93,6 +101,16 @@ func (r *Reconciler) ensureServices(ctx context.Context, canary *sluicev1.Canary
 		}
 	}
 	return nil
+}
+
+// serviceMatches reports whether have already carries want's selector, ports and labels.
+func serviceMatches(have, want *corev1.Service) bool {
+	for k, v := range want.Labels {
+		if have.Labels[k] != v {
+			return false
+		}
+	}
+	return maps.Equal(have.Spec.Selector, want.Spec.Selector) && portsMatch(have.Spec.Ports, want.Spec.Ports)
 }
 
 // portsMatch compares the fields Sluice sets, ignoring what the apiserver defaults (NodePort).

@@ -136,9 +136,7 @@ func (r *Reconciler) step(ctx context.Context, canary *sluicev1.Canary, out *out
 		return ctrl.Result{}, err
 	}
 	canary.Status = d.Status
-	for _, e := range d.Events {
-		r.record(ctx, canary, e.Type, e.Reason, e.Message)
-	}
+	out.events = append(out.events, d.Events...)
 	setPhaseConditions(canary, o.Hold, d.Events)
 	observeMetrics(canary, d.Events)
 	queueNotifications(canary, d.Events, out)

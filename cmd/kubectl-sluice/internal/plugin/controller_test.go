@@ -8,7 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -16,6 +15,7 @@ import (
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/manager"
+	"sluice.dev/sluice/test/testenv"
 )
 
 // TestLeversDriveTheController runs the real manager against envtest and drives a Canary with the
@@ -35,7 +35,7 @@ func TestLeversDriveTheController(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	defer func() { cancel(); <-done }()
-	go playDeployments(ctx, t, ns)
+	go testenv.PlayDeploymentController(ctx, env.Client, ns)
 
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
@@ -146,26 +146,5 @@ func setImage(t *testing.T, ns, image string) {
 	d.Spec.Template.Spec.Containers[0].Image = image
 	if err := env.Client.Patch(context.Background(), d, patch); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// playDeployments plays the Deployment controller for ns until ctx ends: every Deployment reports
-// all its replicas updated and ready.
-func playDeployments(ctx context.Context, t *testing.T, ns string) {
-	for ctx.Err() == nil {
-		list := &appsv1.DeploymentList{}
-		if err := env.Client.List(ctx, list, client.InNamespace(ns)); err == nil {
-			for i := range list.Items {
-				d := &list.Items[i]
-				n := *d.Spec.Replicas
-				st := appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
-				if !equality.Semantic.DeepEqual(d.Status, st) {
-					patch := client.MergeFrom(d.DeepCopy())
-					d.Status = st
-					_ = env.Client.Status().Patch(ctx, d, patch)
-				}
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -1,0 +1,56 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// MarkRolledOut plays the Deployment controller once, for an apiserver without one (envtest):
+// every Deployment of ns — or only those named in only — reports all its replicas updated, ready
+// and available for its current generation. Deployments already reporting that are not written.
+// errors: listing or patching fails.
+func MarkRolledOut(ctx context.Context, c client.Client, ns string, only ...string) error {
+	list := &appsv1.DeploymentList{}
+	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return fmt.Errorf("listing deployments: %w", err)
+	}
+	for i := range list.Items {
+		d := &list.Items[i]
+		if len(only) > 0 && !slices.Contains(only, d.Name) {
+			continue
+		}
+		n := int32(1)
+		if d.Spec.Replicas != nil {
+			n = *d.Spec.Replicas
+		}
+		st := appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n,
+			ReadyReplicas: n, AvailableReplicas: n}
+		if equality.Semantic.DeepEqual(d.Status, st) {
+			continue
+		}
+		patch := client.MergeFrom(d.DeepCopy())
+		d.Status = st
+		if err := c.Status().Patch(ctx, d, patch); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("writing the status of deployment %s: %w", d.Name, err)
+		}
+	}
+	return nil
+}
+
+// PlayDeploymentController calls MarkRolledOut every 50 ms until ctx ends, ignoring errors (a
+// conflict just waits for the next round).
+func PlayDeploymentController(ctx context.Context, c client.Client, ns string, only ...string) {
+	for ctx.Err() == nil {
+		_ = MarkRolledOut(ctx, c, ns, only...)
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
