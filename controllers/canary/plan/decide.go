@@ -92,12 +92,18 @@ func idle(o Observed, d *Decision) {
 
 // waiting holds a due run until nothing holds it any more.
 func waiting(o Observed, d *Decision) {
-	if o.Revision == o.Status.LastAppliedSpec || o.Revision == o.Status.LastPromotedSpec {
+	switch o.Revision {
+	case o.Status.LastPromotedSpec:
+		// Back to what the primary runs: nothing to deliver.
 		d.setPhase(sluicev1.CanaryPhaseSucceeded, o.Now)
 		idle(o, d)
-		return
+	case o.Status.LastAppliedSpec:
+		// Back to the revision whose run failed: it stays failed until it changes or is retried.
+		d.setPhase(sluicev1.CanaryPhaseFailed, o.Now)
+		idle(o, d)
+	default:
+		newRun(o, d)
 	}
-	newRun(o, d)
 }
 
 // newRun starts a run of o.Revision unless something holds it.

@@ -326,6 +326,12 @@ func TestDecideTable(t *testing.T) {
 		{"revert to promoted revision after failure runs nothing", func(o *Observed) {
 			o.Status.Phase, o.Status.LastAppliedSpec = sluicev1.CanaryPhaseFailed, "rev-2"
 		}, sluicev1.CanaryPhaseFailed, 0, nil},
+		{"waiting run reverted to the failed revision stays failed", func(o *Observed) {
+			o.Revision, o.Status.Phase, o.Status.LastAppliedSpec = "rev-2", sluicev1.CanaryPhaseWaiting, "rev-2"
+		}, sluicev1.CanaryPhaseFailed, 0, nil},
+		{"waiting run reverted to the promoted revision is done", func(o *Observed) {
+			o.Status.Phase, o.Status.LastAppliedSpec = sluicev1.CanaryPhaseWaiting, "rev-2"
+		}, sluicev1.CanaryPhaseSucceeded, 0, nil},
 		{"failed revision is not retried", func(o *Observed) {
 			o.Revision, o.Status.Phase, o.Status.LastAppliedSpec = "rev-2", sluicev1.CanaryPhaseFailed, "rev-2"
 		}, sluicev1.CanaryPhaseFailed, 0, nil},
