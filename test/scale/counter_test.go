@@ -140,6 +140,17 @@ func (rc requestCounts) refused() int {
 	return n
 }
 
+// refusedOf counts the refused requests of one verb and resource, e.g. ("patch", "canaries/status").
+func (rc requestCounts) refusedOf(verb, resource string) int {
+	n := 0
+	for k, v := range rc.counts {
+		if k.failed != 0 && k.verb == verb && k.resource == resource {
+			n += v
+		}
+	}
+	return n
+}
+
 // table renders the counts one line per verb and resource, most frequent first, each also divided
 // by per (e.g. canary-ticks) and with its mean latency, then the total.
 func (rc requestCounts) table(per float64, perName string) string {
