@@ -32,6 +32,12 @@ func (w Weights) Validate() error {
 // CanaryWeight returns the split with canary weight c.
 func CanaryWeight(c int32) Weights { return Weights{Primary: TotalWeight - c, Canary: c} }
 
+// ABRuleNamePrefix starts the name of every A/B rule (Gateway API HTTPRouteRule name, Istio
+// HTTPRoute name) a Router writes: an A/B rule copying rule i of the route is named
+// ABRuleNamePrefix + i (with "-" + k appended when one rule needs several, see package
+// gatewayapi). A rule its owner names with this prefix would be taken for an A/B rule.
+const ABRuleNamePrefix = "sluice-ab-"
+
 // ErrRouteNotFound means the route a provider reads or edits does not exist (yet).
 var ErrRouteNotFound = errors.New("route not found")
 
@@ -45,16 +51,39 @@ var ErrWeightDrift = errors.New("route weights differ from the desired weights")
 type Router interface {
 	// Reconcile creates or updates the route objects (generated mode) or checks that the referenced
 	// route exists and points at the apex service (reference mode). It never changes the current
-	// weights of an existing route; a new route starts at 100/0.
+	// weights of an existing route, and never turns A/B routing on or off; a new route starts at
+	// 100/0 without A/B rules. A/B rules already present are converged to spec.analysis.match and
+	// to the rules they copy (removed when the spec no longer has an A/B match), so an edited
+	// match or an edited rule is followed; this is the only write Reconcile makes in reference mode.
 	// errors: ErrRouteNotFound (reference mode), API errors.
 	Reconcile(ctx context.Context, canary *sluicev1.Canary) error
 
-	// SetRoutes writes the split. errors: Weights.Validate errors, ErrRouteNotFound, API errors.
+	// SetRoutes writes the split to the weighted rules; A/B rules are kept as they are (present or
+	// absent). errors: Weights.Validate errors, ErrRouteNotFound, API errors.
 	SetRoutes(ctx context.Context, canary *sluicev1.Canary, w Weights) error
 
-	// GetRoutes reads the current split back from the route object.
+	// GetRoutes reads the current split back from the weighted rules of the route object; A/B
+	// rules are not counted, so during an A/B run it reads the weights SetRoutes set (0 for the
+	// canary), whether A/B routing is on or not.
 	// errors: ErrRouteNotFound, a route whose managed weights do not sum to TotalWeight.
 	GetRoutes(ctx context.Context, canary *sluicev1.Canary) (Weights, error)
+
+	// SetABRoutes turns A/B routing (spec.analysis.match) on or off, leaving the weights as they
+	// are. On: before every rule (Istio: HTTP route) that sends traffic to the Canary's Services,
+	// an A/B rule is inserted: a copy of that rule (filters, timeouts, retries, everything) whose
+	// matches are the rule's matches AND one of spec.analysis.match, and whose managed backends
+	// send everything to the canary (primary weight 0, canary weight 100); requests matching
+	// spec.analysis.match then reach the canary and all others follow the weighted rules. Off:
+	// the A/B rules are removed. A/B rules are named ABRuleNamePrefix followed by the index of the
+	// rule they copy, which is how every method tells them apart (that prefix is reserved). A
+	// Canary without spec.analysis.match gets no A/B rules. Nothing is written when the route is
+	// already as asked. Callers turn A/B routing on only while the canary has ready endpoints.
+	// errors: ErrRouteNotFound, a provider's invalid-spec error when a rule's match cannot be
+	// combined with spec.analysis.match or the route would exceed its schema's limits, API errors.
+	SetABRoutes(ctx context.Context, canary *sluicev1.Canary, on bool) error
+
+	// GetABRoutes reports whether the route holds A/B rules. errors: as GetRoutes's read.
+	GetABRoutes(ctx context.Context, canary *sluicev1.Canary) (bool, error)
 
 	// Finalize restores the user's routing when the Canary is deleted with revertOnDeletion. The
 	// caller first makes the apex Service select the target's pods again. Reference mode then puts

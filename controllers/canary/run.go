@@ -98,6 +98,9 @@ func (r *Reconciler) step(ctx context.Context, canary *sluicev1.Canary, out *out
 	}
 	if w, err := router.GetRoutes(ctx, canary); err == nil {
 		o.RouteWeight, o.RouteKnown = w.Canary, true
+		if on, err := router.GetABRoutes(ctx, canary); err == nil {
+			o.RouteABOn, o.RouteABKnown = on, true
+		}
 	} else if canary.Status.Phase != "" && canary.Status.Phase != sluicev1.CanaryPhaseInitializing {
 		log.FromContext(ctx).Info("Reading route weights failed", "error", err.Error())
 	}

@@ -27,11 +27,12 @@ func (r *Router) reconcileGenerated(ctx context.Context, canary *sluicev1.Canary
 	route, err := r.generatedRoute(ctx, canary)
 	switch {
 	case errors.Is(err, providers.ErrRouteNotFound):
-		return r.applyGenerated(ctx, canary, nil, providers.CanaryWeight(0), "Creating HTTPRoute")
+		return r.applyGenerated(ctx, canary, nil, providers.CanaryWeight(0), false, "Creating HTTPRoute")
 	case err != nil:
 		return err
 	}
-	return r.applyGenerated(ctx, canary, route, currentWeights(route, servicesOf(canary)), "Updating HTTPRoute")
+	return r.applyGenerated(ctx, canary, route, currentWeights(route, servicesOf(canary)),
+		hasABRules(route.Spec.Rules), "Updating HTTPRoute")
 }
 
 func (r *Router) setGenerated(ctx context.Context, canary *sluicev1.Canary, w providers.Weights) error {
@@ -41,7 +42,21 @@ func (r *Router) setGenerated(ctx context.Context, canary *sluicev1.Canary, w pr
 	}
 	// No resourceVersion: the weights are the caller's and the rest of the spec is ours.
 	route.ResourceVersion = ""
-	return r.applyGenerated(ctx, canary, route, w, "Setting HTTPRoute weights")
+	return r.applyGenerated(ctx, canary, route, w, hasABRules(route.Spec.Rules), "Setting HTTPRoute weights")
+}
+
+func (r *Router) setGeneratedAB(ctx context.Context, canary *sluicev1.Canary, on bool) error {
+	route, err := r.generatedRoute(ctx, canary)
+	if err != nil {
+		return err
+	}
+	// No resourceVersion, as in setGenerated: the A/B state is the caller's, the weights stay.
+	route.ResourceVersion = ""
+	why := "Removing HTTPRoute A/B rules"
+	if on {
+		why = "Adding HTTPRoute A/B rules"
+	}
+	return r.applyGenerated(ctx, canary, route, currentWeights(route, servicesOf(canary)), on, why)
 }
 
 func (r *Router) finalizeGenerated(ctx context.Context, canary *sluicev1.Canary) error {
@@ -73,10 +88,11 @@ func (r *Router) generatedRoute(ctx context.Context, canary *sluicev1.Canary) (*
 }
 
 // applyGenerated applies the generated route with weights w (raw: Reconcile passes whatever the
-// route carries) unless existing already has that spec. With existing's resourceVersion set, the
-// apply fails with a Conflict when the route changed since it was read.
-func (r *Router) applyGenerated(ctx context.Context, canary *sluicev1.Canary, existing *gwv1.HTTPRoute, w providers.Weights, why string) error {
-	spec, err := generatedSpec(canary, w)
+// route carries) and, with ab, its A/B rules, unless existing already has that spec. With
+// existing's resourceVersion set, the apply fails with a Conflict when the route changed since it
+// was read.
+func (r *Router) applyGenerated(ctx context.Context, canary *sluicev1.Canary, existing *gwv1.HTTPRoute, w providers.Weights, ab bool, why string) error {
+	spec, err := generatedSpec(canary, w, ab)
 	if err != nil {
 		return err
 	}
@@ -136,11 +152,14 @@ func sameSpec(have, want gwv1.HTTPRouteSpec) bool {
 }
 
 // currentWeights returns the raw weights of the first primary and canary backendRefs of the
-// generated route, so Reconcile keeps them whatever they are. A missing half gets the remainder of
-// TotalWeight; a route with neither starts at 100/0.
+// generated route outside A/B rules, so Reconcile keeps them whatever they are. A missing half gets
+// the remainder of TotalWeight; a route with neither starts at 100/0.
 func currentWeights(route *gwv1.HTTPRoute, s services) providers.Weights {
 	var primary, canary *int32
 	for _, rule := range route.Spec.Rules {
+		if isABRule(rule) {
+			continue
+		}
 		for i := range rule.BackendRefs {
 			ref := &rule.BackendRefs[i]
 			w := int32(weightOf(ref))
@@ -175,12 +194,13 @@ func currentWeights(route *gwv1.HTTPRoute, s services) providers.Weights {
 //   - hostnames: spec.service.hosts;
 //   - one rule: matches from spec.service.match (see convertMatches), header modifier filters from
 //     spec.service.headers, timeouts.request from spec.service.timeout, and backendRefs
-//     <apex>-primary and <apex>-canary on spec.service.port with weights w.Primary and w.Canary.
+//     <apex>-primary and <apex>-canary on spec.service.port with weights w.Primary and w.Canary;
+//   - with ab and spec.analysis.match, that rule's A/B rule before it (see withABRules).
 //
 // spec.service.retries is not rendered: HTTPRouteRule.retry is experimental-channel only in
 // Gateway API v1.6 and the standard-channel CRD rejects it.
-// errors: ErrInvalidSpec (wrapped) from the match and timeout conversions.
-func generatedSpec(canary *sluicev1.Canary, w providers.Weights) (gwv1.HTTPRouteSpec, error) {
+// errors: ErrInvalidSpec (wrapped) from the match and timeout conversions and withABRules.
+func generatedSpec(canary *sluicev1.Canary, w providers.Weights, ab bool) (gwv1.HTTPRouteSpec, error) {
 	svc := canary.Spec.Service
 	names := providers.NamesFor(canary)
 	port := ptr.To(gwv1.PortNumber(svc.Port))
@@ -226,7 +246,15 @@ func generatedSpec(canary *sluicev1.Canary, w providers.Weights) (gwv1.HTTPRoute
 		rule.Timeouts = &gwv1.HTTPRouteTimeouts{Request: &d}
 	}
 	spec.Rules = []gwv1.HTTPRouteRule{rule}
-	return spec, nil
+	if !ab {
+		return spec, nil
+	}
+	matchesAB, err := abMatches(canary)
+	if err != nil {
+		return spec, err
+	}
+	spec.Rules, err = servicesOf(canary).withABRules(spec.Rules, matchesAB)
+	return spec, err
 }
 
 func serviceBackend(name string, port *gwv1.PortNumber, weight int32) gwv1.HTTPBackendRef {

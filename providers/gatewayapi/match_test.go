@@ -89,7 +89,7 @@ func TestGeneratedSpec(t *testing.T) {
 			Response: &sluicev1.HeaderOperation{Add: map[string]string{"x-served-by": "sluice"}},
 		},
 	}
-	spec, err := generatedSpec(canary, providers.CanaryWeight(25))
+	spec, err := generatedSpec(canary, providers.CanaryWeight(25), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestGeneratedSpec(t *testing.T) {
 	}
 
 	canary.Spec.Service.GatewayRefs = []gwv1.ParentReference{{Name: "public", Namespace: ptr.To(gwv1.Namespace("infra"))}}
-	spec, err = generatedSpec(canary, providers.CanaryWeight(0))
+	spec, err = generatedSpec(canary, providers.CanaryWeight(0), false)
 	if err != nil {
 		t.Fatal(err)
 	}

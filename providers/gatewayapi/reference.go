@@ -16,19 +16,59 @@ import (
 	"sluice.dev/sluice/providers"
 )
 
-// reconcileReference checks the referenced route; it writes nothing (the first SetRoutes splits
-// the apex backendRefs).
+// reconcileReference checks the referenced route. It writes only to converge A/B rules already
+// present (see Router.Reconcile); the first SetRoutes splits the apex backendRefs.
 func (r *Router) reconcileReference(ctx context.Context, canary *sluicev1.Canary, ref *sluicev1.RouteReference) error {
-	_, _, err := r.referencedRoute(ctx, canary, ref)
-	return err
+	route, s, err := r.referencedRoute(ctx, canary, ref)
+	if err != nil || !hasABRules(route.Spec.Rules) {
+		return err
+	}
+	ab, err := abMatches(canary)
+	if err != nil {
+		return err
+	}
+	rules, err := s.desiredRules(route.Spec.Rules, nil, ab)
+	if err != nil {
+		return fmt.Errorf("HTTPRoute %s: %w", client.ObjectKeyFromObject(route), err)
+	}
+	return r.writeReference(ctx, route, s, rules, "Updating HTTPRoute A/B rules")
 }
 
+// setReference sets the pairs to w, keeping A/B rules if the route has them.
 func (r *Router) setReference(ctx context.Context, canary *sluicev1.Canary, ref *sluicev1.RouteReference, w providers.Weights) error {
 	route, s, err := r.referencedRoute(ctx, canary, ref)
 	if err != nil {
 		return err
 	}
-	return r.writeReference(ctx, route, s, w)
+	var ab []gwv1.HTTPRouteMatch
+	if hasABRules(route.Spec.Rules) {
+		if ab, err = abMatches(canary); err != nil {
+			return err
+		}
+	}
+	rules, err := s.desiredRules(route.Spec.Rules, &w, ab)
+	if err != nil {
+		return fmt.Errorf("HTTPRoute %s: %w", client.ObjectKeyFromObject(route), err)
+	}
+	return r.writeReference(ctx, route, s, rules,
+		fmt.Sprintf("Setting HTTPRoute backends %s=%d %s=%d", s.names.Primary, w.Primary, s.names.Canary, w.Canary))
+}
+
+// setReferenceAB adds A/B rules for ab (none: removes them), leaving the weights as they are.
+func (r *Router) setReferenceAB(ctx context.Context, canary *sluicev1.Canary, ref *sluicev1.RouteReference, ab []gwv1.HTTPRouteMatch) error {
+	route, s, err := r.referencedRoute(ctx, canary, ref)
+	if err != nil {
+		return err
+	}
+	rules, err := s.desiredRules(route.Spec.Rules, nil, ab)
+	if err != nil {
+		return fmt.Errorf("HTTPRoute %s: %w", client.ObjectKeyFromObject(route), err)
+	}
+	why := "Removing HTTPRoute A/B rules"
+	if len(ab) > 0 {
+		why = "Adding HTTPRoute A/B rules"
+	}
+	return r.writeReference(ctx, route, s, rules, why)
 }
 
 // referencedRoute reads the route spec.service.routeRef names.
@@ -49,33 +89,29 @@ func (r *Router) referencedRoute(ctx context.Context, canary *sluicev1.Canary, r
 		ErrNoApexBackend, key, s.names.Apex, s.names.Primary, s.names.Canary, s.namespace)
 }
 
-// writeReference splits the route's apex backendRefs and sets its pairs (see splitRules) and
-// applies the rules, unchanged everywhere else, when anything changed. Before the first edit (and
-// whenever the route holds no pair, e.g. after the user re-applied their manifest) the rules as
-// found are recorded in AnnotationOriginalRules (if someone removed the annotation from a split
-// route, its unsplitRules reconstruction). The apply carries the route's resourceVersion:
-// a route edited since it was read fails with a Conflict instead of losing the edit.
-func (r *Router) writeReference(ctx context.Context, route *gwv1.HTTPRoute, s services, w providers.Weights) error {
+// writeReference applies rules (computed from the route's by desiredRules) when they differ from
+// the route's (or the annotation of a split route is missing). Before the first edit (and whenever the route holds no pair, e.g. after the user re-applied
+// their manifest) the rules as found are recorded in AnnotationOriginalRules (if someone removed
+// the annotation from a split route, the unsplitRules reconstruction of its rules without A/B
+// rules). The apply carries the route's resourceVersion: a route edited since it was read fails
+// with a Conflict instead of losing the edit.
+func (r *Router) writeReference(ctx context.Context, route *gwv1.HTTPRoute, s services, rules []gwv1.HTTPRouteRule, why string) error {
 	key := client.ObjectKeyFromObject(route)
-	rules, err := s.splitRules(route.Spec.Rules, w)
-	if err != nil {
-		return fmt.Errorf("HTTPRoute %s: %w", key, err)
-	}
 	original, recorded := route.Annotations[AnnotationOriginalRules]
-	if split := s.hasPairs(route.Spec.Rules); !recorded || !split {
+	split := s.hasPairs(route.Spec.Rules)
+	if equality.Semantic.DeepEqual(rules, route.Spec.Rules) && (recorded || !split) {
+		return nil // nothing to change, and nothing to record for a route Sluice did not edit
+	}
+	if !recorded || !split {
 		found := route.Spec.Rules
 		if split { // the annotation was removed: record the best reconstruction
-			found = s.unsplitRules(found)
+			found = s.unsplitRules(withoutABRules(found))
 		}
 		data, err := json.Marshal(found)
 		if err != nil {
 			return fmt.Errorf("HTTPRoute %s: recording the original rules: %w", key, err)
 		}
 		original = string(data)
-	}
-	if recorded && original == route.Annotations[AnnotationOriginalRules] &&
-		equality.Semantic.DeepEqual(rules, route.Spec.Rules) {
-		return nil
 	}
 	rulesAC, err := rulesApply(rules)
 	if err != nil {
@@ -84,8 +120,7 @@ func (r *Router) writeReference(ctx context.Context, route *gwv1.HTTPRoute, s se
 	return r.apply(ctx, gwapplyv1.HTTPRoute(key.Name, key.Namespace).
 		WithResourceVersion(route.ResourceVersion).
 		WithAnnotations(map[string]string{AnnotationOriginalRules: original}).
-		WithSpec(gwapplyv1.HTTPRouteSpec().WithRules(rulesAC...)),
-		fmt.Sprintf("Setting HTTPRoute backends %s=%d %s=%d", s.names.Primary, w.Primary, s.names.Canary, w.Canary))
+		WithSpec(gwapplyv1.HTTPRouteSpec().WithRules(rulesAC...)), why)
 }
 
 // finalizeReference puts back the rules recorded in AnnotationOriginalRules and drops the

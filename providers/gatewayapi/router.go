@@ -36,6 +36,10 @@ var ErrRouteConflict = errors.New("HTTPRoute exists and is not controlled by the
 // each backendRef to the apex Service into a primary and a canary backendRef and changes nothing
 // else; the rules as first found are kept in AnnotationOriginalRules for Finalize.
 //
+// A/B routing (SetABRoutes, both modes) adds an A/B rule before every rule that routes to the
+// Canary's Services: see withABRules for its matches, backends and precedence. Weights are read
+// from and written to the other rules only.
+//
 // Reads go through the client given to New (a manager's cached client is fine: an idle Canary
 // costs no API request); writes are server-side applies with field manager providers.FieldManager,
 // made only when something changes.
@@ -52,9 +56,10 @@ func New(c client.Client) *Router {
 }
 
 // Reconcile creates the generated route at primary=100/canary=0, or converges its spec keeping
-// its weights (generated mode); or checks, without writing, that the referenced route exists and
-// has a backendRef to the apex Service (reference mode: the first SetRoutes splits it; until then
-// GetRoutes reads it as 100/0).
+// its weights and its A/B rules, if any (generated mode); or checks that the referenced route
+// exists and has a backendRef to the apex Service (reference mode: the first SetRoutes splits it;
+// until then GetRoutes reads it as 100/0), writing only to converge A/B rules it already holds to
+// spec.analysis.match and the rules they copy.
 // errors: ErrRouteNotFound, ErrNoApexBackend, ErrRouteConflict, ErrInvalidSpec (all wrapped), API
 // errors (a Conflict when the route changed since it was read: retry).
 func (r *Router) Reconcile(ctx context.Context, canary *sluicev1.Canary) error {
@@ -88,9 +93,9 @@ func (r *Router) SetRoutes(ctx context.Context, canary *sluicev1.Canary, w provi
 	return r.setReference(ctx, canary, ref, w)
 }
 
-// GetRoutes reads the split back from the route: every primary/canary pair must carry the same
-// split, with weights summing to TotalWeight (or a multiple of it in rules shared with other
-// backends). In reference mode an apex backendRef not yet split counts as 100/0.
+// GetRoutes reads the split back from the route: every primary/canary pair outside A/B rules must
+// carry the same split, with weights summing to TotalWeight (or a multiple of it in rules shared
+// with other backends). In reference mode an apex backendRef not yet split counts as 100/0.
 // errors: ErrRouteNotFound, ErrNoApexBackend (wrapped), pairs that disagree or do not sum to a
 // multiple of TotalWeight, API errors.
 func (r *Router) GetRoutes(ctx context.Context, canary *sluicev1.Canary) (providers.Weights, error) {
@@ -98,10 +103,7 @@ func (r *Router) GetRoutes(ctx context.Context, canary *sluicev1.Canary) (provid
 	if err != nil {
 		return providers.Weights{}, err
 	}
-	key, countApex := generatedKey(canary), false
-	if ref != nil {
-		key, countApex = types.NamespacedName{Namespace: canary.Namespace, Name: ref.Name}, true
-	}
+	key, countApex := routeKey(canary, ref), ref != nil
 	route, err := r.getRoute(ctx, key)
 	if err != nil {
 		return providers.Weights{}, err
@@ -113,6 +115,42 @@ func (r *Router) GetRoutes(ctx context.Context, canary *sluicev1.Canary) (provid
 		err = fmt.Errorf("HTTPRoute %s: %w", key, err)
 	}
 	return w, err
+}
+
+// SetABRoutes adds the A/B rules for spec.analysis.match (on) or removes them (off), keeping the
+// weights, and writes nothing when the route is already so; see withABRules. In reference mode the
+// rules as first found are recorded in AnnotationOriginalRules before the first edit, as SetRoutes
+// does. errors: ErrRouteNotFound, ErrNoApexBackend, ErrRouteConflict, ErrInvalidSpec (wrapped: a
+// match that cannot be converted or combined, a route too big for the A/B rules), API errors.
+func (r *Router) SetABRoutes(ctx context.Context, canary *sluicev1.Canary, on bool) error {
+	ref, err := routeRef(canary)
+	if err != nil {
+		return err
+	}
+	var ab []gwv1.HTTPRouteMatch
+	if on {
+		if ab, err = abMatches(canary); err != nil {
+			return err
+		}
+	}
+	if ref == nil {
+		return r.setGeneratedAB(ctx, canary, len(ab) > 0)
+	}
+	return r.setReferenceAB(ctx, canary, ref, ab)
+}
+
+// GetABRoutes reports whether the route holds A/B rules.
+// errors: ErrRouteNotFound, ErrInvalidSpec (wrapped) for an unsupported routeRef, API errors.
+func (r *Router) GetABRoutes(ctx context.Context, canary *sluicev1.Canary) (bool, error) {
+	ref, err := routeRef(canary)
+	if err != nil {
+		return false, err
+	}
+	route, err := r.getRoute(ctx, routeKey(canary, ref))
+	if err != nil {
+		return false, err
+	}
+	return hasABRules(route.Spec.Rules), nil
 }
 
 // Finalize restores the referenced route's rules from AnnotationOriginalRules and removes the
@@ -143,6 +181,14 @@ func routeRef(canary *sluicev1.Canary) (*sluicev1.RouteReference, error) {
 			ErrInvalidSpec, ref.APIVersion, ref.Kind, gwv1.GroupName)
 	}
 	return ref, nil
+}
+
+// routeKey is the route the Canary routes with: the referenced one (ref set) or the generated one.
+func routeKey(canary *sluicev1.Canary, ref *sluicev1.RouteReference) types.NamespacedName {
+	if ref != nil {
+		return types.NamespacedName{Namespace: canary.Namespace, Name: ref.Name}
+	}
+	return generatedKey(canary)
 }
 
 // getRoute reads an HTTPRoute. errors: ErrRouteNotFound (wrapped), API errors.

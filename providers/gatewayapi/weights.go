@@ -123,8 +123,9 @@ func (s services) hasPairs(rules []gwv1.HTTPRouteRule) bool {
 
 // readWeights returns the split the rules give primary and canary, in percent. A pair with weights
 // (p, c) and p+c = u*TotalWeight carries the split (p/u, c/u); pairs at weight 0/0 carry no traffic
-// and are skipped. With countApex, an apex backend not yet split with weight > 0 counts as 100/0:
-// its traffic goes to the apex Service, which selects the primary.
+// and are skipped, and so are A/B rules (see withABRules). With countApex, an apex backend not yet
+// split with weight > 0 counts as 100/0: its traffic goes to the apex Service, which selects the
+// primary.
 // errors: errNoBackend (wrapped) when nothing counts; a pair whose weights do not sum to a multiple of
 // TotalWeight or do not divide into whole percent; pairs (in one rule or across rules) that disagree.
 func (s services) readWeights(rules []gwv1.HTTPRouteRule, countApex bool) (providers.Weights, error) {
@@ -145,6 +146,9 @@ func (s services) readWeights(rules []gwv1.HTTPRouteRule, countApex bool) (provi
 		return nil
 	}
 	for i, rule := range rules {
+		if isABRule(rule) {
+			continue
+		}
 		for _, g := range s.segments(rule.BackendRefs) {
 			switch g.role {
 			case roleApex:

@@ -22,9 +22,15 @@ var ErrInvalidSpec = errors.New("invalid canary service spec")
 // convertMatch converts spec.service.match into Istio match requests (nil for none).
 // errors: ErrInvalidSpec for a StringMatch without exactly one of exact, prefix, regex.
 func convertMatch(in []sluicev1.HTTPMatchRequest) ([]*networkingv1.HTTPMatchRequest, error) {
+	return convertMatchField("spec.service.match", in)
+}
+
+// convertMatchField converts the match requests of the spec field named field (nil for none).
+// errors: ErrInvalidSpec naming field[i].
+func convertMatchField(field string, in []sluicev1.HTTPMatchRequest) ([]*networkingv1.HTTPMatchRequest, error) {
 	var out []*networkingv1.HTTPMatchRequest
 	for i, m := range in {
-		field := fmt.Sprintf("spec.service.match[%d]", i)
+		field := fmt.Sprintf("%s[%d]", field, i)
 		r := &networkingv1.HTTPMatchRequest{}
 		var err error
 		if r.Headers, err = convertStringMatches(field+".headers", m.Headers); err != nil {

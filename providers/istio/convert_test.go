@@ -78,7 +78,7 @@ func TestDesiredVirtualService(t *testing.T) {
 			Service:   fullService(),
 		},
 	}
-	got, err := desiredVirtualService(canary, providers.CanaryWeight(25))
+	got, err := desiredVirtualService(canary, providers.CanaryWeight(25), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestDesiredVirtualService(t *testing.T) {
 	}
 
 	canary.Spec.Service = sluicev1.CanaryService{Port: 80}
-	got, err = desiredVirtualService(canary, providers.CanaryWeight(0))
+	got, err = desiredVirtualService(canary, providers.CanaryWeight(0), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestConvertErrors(t *testing.T) {
 			tc.mutate(&svc)
 			canary := &sluicev1.Canary{Spec: sluicev1.CanarySpec{
 				TargetRef: sluicev1.TargetReference{Kind: "Deployment", Name: "web"}, Service: svc}}
-			_, err := desiredVirtualService(canary, providers.CanaryWeight(0))
+			_, err := desiredVirtualService(canary, providers.CanaryWeight(0), false)
 			if err == nil {
 				_, err = convertTrafficPolicy(svc.TrafficPolicy)
 			}

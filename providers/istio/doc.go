@@ -46,6 +46,19 @@
 // request-based routing to the canary is spec.analysis.match (A/B testing), not a subset in the
 // user's route.
 //
+// # A/B routing
+//
+// SetABRoutes (spec.analysis.match, in both modes) inserts before every managed route an A/B route
+// named sluice-ab-<index of that route>: a copy of the route (retries, timeout, rewrite, fault,
+// mirror, …) whose match is each of the route's match requests combined with each A/B match, and
+// whose destinations send everything to <apex>-canary (primary weight 0, canary 100). Istio takes
+// the first route that matches, so requests matching both reach the canary while every earlier
+// route keeps its requests. Combinations no request can satisfy are left out (x-canary: "true"
+// with x-canary: insider); conditions one match request cannot hold together (two regular
+// expressions on one header, a URI the route matches ignoring case or rewrites, narrowed by the
+// A/B match) are refused with ErrInvalidSpec. GetRoutes and SetRoutes leave A/B routes out, and
+// Finalize restores spec.http as recorded, without them.
+//
 // A route still pointing at the apex host (never edited, or re-applied by its owner) reads as
 // 100/0: the apex Service selects the primary pods. Before its first edit Sluice stores the
 // VirtualService spec (protojson) in the annotation sluice.dev/original-route; Finalize puts

@@ -41,13 +41,13 @@ func (r *Router) reconcileGenerated(ctx context.Context, canary *sluicev1.Canary
 	if err != nil {
 		return err
 	}
-	w := providers.CanaryWeight(0)
+	w, ab := providers.CanaryWeight(0), false
 	if ok {
-		w = currentWeights(vs, canary)
+		w, ab = currentWeights(vs, canary), hasABRoutes(vs.Spec.GetHttp())
 	} else {
 		vs = nil
 	}
-	if err := r.ensureVirtualService(ctx, canary, vs, w); err != nil {
+	if err := r.ensureVirtualService(ctx, canary, vs, w, ab); err != nil {
 		return err
 	}
 	for _, host := range []string{n.Primary, n.Canary} {
@@ -81,7 +81,22 @@ func (r *Router) setGenerated(ctx context.Context, canary *sluicev1.Canary, w pr
 	if !ok {
 		return fmt.Errorf("%w: VirtualService %s/%s (Reconcile creates it)", providers.ErrRouteNotFound, canary.Namespace, n.Apex)
 	}
-	return r.ensureVirtualService(ctx, canary, vs, w)
+	return r.ensureVirtualService(ctx, canary, vs, w, hasABRoutes(vs.Spec.GetHttp()))
+}
+
+// setGeneratedAB applies the generated VirtualService at its current weights with (on) or without
+// its A/B route. errors: see SetABRoutes.
+func (r *Router) setGeneratedAB(ctx context.Context, canary *sluicev1.Canary, on bool) error {
+	n := providers.NamesFor(canary)
+	vs := &istionetv1.VirtualService{}
+	ok, err := r.getControlled(ctx, canary, n.Apex, vs)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: VirtualService %s/%s (Reconcile creates it)", providers.ErrRouteNotFound, canary.Namespace, n.Apex)
+	}
+	return r.ensureVirtualService(ctx, canary, vs, currentWeights(vs, canary), on)
 }
 
 // finalizeGenerated deletes the generated VirtualService and DestinationRules the Canary controls.
@@ -129,11 +144,11 @@ func (r *Router) getControlled(ctx context.Context, canary *sluicev1.Canary, nam
 	return true, nil
 }
 
-// ensureVirtualService applies the generated VirtualService at w unless existing (nil: none)
-// already has that spec. An update carries existing's resourceVersion, so a copy read from a
-// lagging cache cannot overwrite newer weights.
-func (r *Router) ensureVirtualService(ctx context.Context, canary *sluicev1.Canary, existing *istionetv1.VirtualService, w providers.Weights) error {
-	spec, err := desiredVirtualService(canary, w)
+// ensureVirtualService applies the generated VirtualService at w, with its A/B route when ab,
+// unless existing (nil: none) already has that spec. An update carries existing's resourceVersion,
+// so a copy read from a lagging cache cannot overwrite newer weights.
+func (r *Router) ensureVirtualService(ctx context.Context, canary *sluicev1.Canary, existing *istionetv1.VirtualService, w providers.Weights, ab bool) error {
+	spec, err := desiredVirtualService(canary, w, ab)
 	if err != nil {
 		return err
 	}
@@ -168,9 +183,10 @@ func (r *Router) ensureDestinationRule(ctx context.Context, canary *sluicev1.Can
 	return r.apply(ctx, &drApply{ac})
 }
 
-// desiredVirtualService is the generated VirtualService spec at w (see the package doc).
+// desiredVirtualService is the generated VirtualService spec at w (see the package doc), with the
+// A/B route of spec.analysis.match before its route when ab (see withABRoutes).
 // errors: ErrInvalidSpec.
-func desiredVirtualService(canary *sluicev1.Canary, w providers.Weights) (*networkingv1.VirtualService, error) {
+func desiredVirtualService(canary *sluicev1.Canary, w providers.Weights, ab bool) (*networkingv1.VirtualService, error) {
 	svc := canary.Spec.Service
 	n := providers.NamesFor(canary)
 	route := &networkingv1.HTTPRoute{
@@ -203,7 +219,17 @@ func desiredVirtualService(canary *sluicev1.Canary, w providers.Weights) (*netwo
 	if len(gateways) == 0 {
 		gateways = []string{defaultGateway}
 	}
-	return &networkingv1.VirtualService{Hosts: hosts, Gateways: gateways, Http: []*networkingv1.HTTPRoute{route}}, nil
+	http := []*networkingv1.HTTPRoute{route}
+	if ab {
+		matches, err := abMatches(canary)
+		if err != nil {
+			return nil, err
+		}
+		if http, err = scopeOf(canary).withABRoutes(http, matches); err != nil {
+			return nil, err
+		}
+	}
+	return &networkingv1.VirtualService{Hosts: hosts, Gateways: gateways, Http: http}, nil
 }
 
 // destination names host at port (no port selector when port is 0).

@@ -10,52 +10,105 @@ import (
 	networkingv1 "istio.io/api/networking/v1"
 	istionetv1 "istio.io/client-go/pkg/apis/networking/v1"
 	istioapplyv1 "istio.io/client-go/pkg/applyconfiguration/networking/v1"
+	"k8s.io/utils/ptr"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/providers"
 )
 
 // checkReferenced verifies that the referenced VirtualService exists and has at least one route
-// Sluice can split. errors: ErrRouteNotFound, ErrNoApexRoute, ErrUnsupportedRoute, API errors.
+// Sluice can split. It writes only to converge A/B routes already present (see Router.Reconcile).
+// errors: ErrRouteNotFound, ErrNoApexRoute, ErrUnsupportedRoute, ErrInvalidSpec, API errors.
 func (r *Router) checkReferenced(ctx context.Context, canary *sluicev1.Canary) error {
 	vs, err := r.getVirtualService(ctx, canary, canary.Spec.Service.RouteRef.Name)
 	if err != nil {
 		return err
 	}
-	_, err = splitReferenced(vs, canary, providers.CanaryWeight(0))
-	return err
+	if !hasABRoutes(vs.Spec.GetHttp()) {
+		_, err = referencedHTTP(vs, canary, nil, nil)
+		return err
+	}
+	ab, err := abMatches(canary)
+	if err != nil {
+		return err
+	}
+	http, err := referencedHTTP(vs, canary, nil, ab)
+	if err != nil {
+		return err
+	}
+	return r.writeReferenced(ctx, vs, http)
 }
 
-// splitReferenced returns vs's spec.http with the managed routes set to w.
-// errors: ErrNoApexRoute, ErrUnsupportedRoute.
-func splitReferenced(vs *istionetv1.VirtualService, canary *sluicev1.Canary, w providers.Weights) ([]*networkingv1.HTTPRoute, error) {
-	http, managed, err := scopeOf(canary).splitHTTP(vs.Spec.GetHttp(), w)
+// referencedHTTP returns vs's spec.http without its A/B routes, with the managed routes set to w
+// (nil: left as they are) and, when ab is not empty, with A/B routes for ab (see withABRoutes).
+// errors: ErrNoApexRoute, ErrUnsupportedRoute, ErrInvalidSpec.
+func referencedHTTP(vs *istionetv1.VirtualService, canary *sluicev1.Canary, w *providers.Weights, ab []*networkingv1.HTTPMatchRequest) ([]*networkingv1.HTTPRoute, error) {
+	s := scopeOf(canary)
+	http := withoutABRoutes(vs.Spec.GetHttp())
+	split, managed, err := s.splitHTTP(http, ptr.Deref(w, providers.CanaryWeight(0)))
 	if err != nil {
 		return nil, fmt.Errorf("VirtualService %s/%s: %w", vs.Namespace, vs.Name, err)
 	}
 	if managed == 0 {
 		return nil, noApexRoute(vs, canary)
 	}
+	if w != nil {
+		http = split
+	}
+	if http, err = s.withABRoutes(http, ab); err != nil {
+		return nil, fmt.Errorf("VirtualService %s/%s: %w", vs.Namespace, vs.Name, err)
+	}
 	return http, nil
 }
 
-// setReferenced edits the managed destinations of the referenced VirtualService to w. Before the
-// first edit it records the spec in AnnotationOriginalRoute. errors: see SetRoutes.
+// setReferenced edits the managed destinations of the referenced VirtualService to w, keeping its
+// A/B routes if it has them. errors: see SetRoutes.
 func (r *Router) setReferenced(ctx context.Context, canary *sluicev1.Canary, w providers.Weights) error {
 	vs, err := r.getVirtualService(ctx, canary, canary.Spec.Service.RouteRef.Name)
 	if err != nil {
 		return err
 	}
-	http, err := splitReferenced(vs, canary, w)
+	var ab []*networkingv1.HTTPMatchRequest
+	if hasABRoutes(vs.Spec.GetHttp()) {
+		if ab, err = abMatches(canary); err != nil {
+			return err
+		}
+	}
+	http, err := referencedHTTP(vs, canary, &w, ab)
 	if err != nil {
 		return err
 	}
+	return r.writeReferenced(ctx, vs, http)
+}
+
+// setReferencedAB adds the A/B routes for ab to the referenced VirtualService (none: removes
+// them), leaving the weights as they are. errors: see SetABRoutes.
+func (r *Router) setReferencedAB(ctx context.Context, canary *sluicev1.Canary, ab []*networkingv1.HTTPMatchRequest) error {
+	vs, err := r.getVirtualService(ctx, canary, canary.Spec.Service.RouteRef.Name)
+	if err != nil {
+		return err
+	}
+	http, err := referencedHTTP(vs, canary, nil, ab)
+	if err != nil {
+		return err
+	}
+	return r.writeReferenced(ctx, vs, http)
+}
+
+// writeReferenced applies http to the referenced vs unless it already has it. Before the first
+// edit it records the spec (without A/B routes) in AnnotationOriginalRoute.
+func (r *Router) writeReferenced(ctx context.Context, vs *istionetv1.VirtualService, http []*networkingv1.HTTPRoute) error {
 	if httpEqual(http, vs.Spec.GetHttp()) {
 		return nil
 	}
 	original, ok := vs.Annotations[AnnotationOriginalRoute]
 	if !ok {
-		b, err := protojson.Marshal(&vs.Spec)
+		spec := &vs.Spec
+		if hasABRoutes(spec.GetHttp()) {
+			spec = proto.CloneOf(spec)
+			spec.Http = withoutABRoutes(spec.Http)
+		}
+		b, err := protojson.Marshal(spec)
 		if err != nil {
 			return fmt.Errorf("recording the original spec of VirtualService %s/%s: %w", vs.Namespace, vs.Name, err)
 		}

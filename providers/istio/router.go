@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	networkingv1 "istio.io/api/networking/v1"
 	istionetv1 "istio.io/client-go/pkg/apis/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -37,9 +38,10 @@ func New(c client.Client) *Router {
 }
 
 // Reconcile ensures the generated VirtualService and DestinationRules (creating the
-// VirtualService at 100/0, keeping the weights of an existing one), or checks that the referenced
-// VirtualService exists and routes to the apex service in a way Sluice can split; it never writes
-// in reference mode. errors: ErrRouteNotFound, ErrNoApexRoute, ErrUnsupportedRoute,
+// VirtualService at 100/0, keeping the weights and A/B routes of an existing one), or checks that
+// the referenced VirtualService exists and routes to the apex service in a way Sluice can split;
+// in reference mode it writes only to converge A/B routes already present to
+// spec.analysis.match and the routes they copy. errors: ErrRouteNotFound, ErrNoApexRoute, ErrUnsupportedRoute,
 // ErrInvalidSpec, a generated object that exists but is not controlled by the Canary, API errors.
 func (r *Router) Reconcile(ctx context.Context, canary *sluicev1.Canary) error {
 	ref, err := referenced(canary)
@@ -70,7 +72,8 @@ func (r *Router) SetRoutes(ctx context.Context, canary *sluicev1.Canary, w provi
 	return r.setGenerated(ctx, canary, w)
 }
 
-// GetRoutes reads the split of the managed routes back from the VirtualService.
+// GetRoutes reads the split of the managed routes back from the VirtualService; A/B routes are
+// not counted.
 // errors: ErrRouteNotFound, ErrNoApexRoute, ErrUnsupportedRoute, providers.ErrWeightDrift when
 // managed routes disagree or do not sum to 100, API errors.
 func (r *Router) GetRoutes(ctx context.Context, canary *sluicev1.Canary) (providers.Weights, error) {
@@ -90,6 +93,42 @@ func (r *Router) GetRoutes(ctx context.Context, canary *sluicev1.Canary) (provid
 		return providers.Weights{}, noApexRoute(vs, canary)
 	}
 	return w, nil
+}
+
+// SetABRoutes adds the A/B routes of spec.analysis.match (on) or removes them (off), keeping the
+// weights; see withABRoutes. Nothing is written when the VirtualService is already so. In
+// reference mode the spec is recorded in AnnotationOriginalRoute before the first edit, as
+// SetRoutes does. errors: ErrRouteNotFound, ErrNoApexRoute, ErrUnsupportedRoute, ErrInvalidSpec
+// (a match that cannot be converted or combined), API errors (Conflict: retry).
+func (r *Router) SetABRoutes(ctx context.Context, canary *sluicev1.Canary, on bool) error {
+	ref, err := referenced(canary)
+	if err != nil {
+		return err
+	}
+	var ab []*networkingv1.HTTPMatchRequest
+	if on {
+		if ab, err = abMatches(canary); err != nil {
+			return err
+		}
+	}
+	if ref {
+		return r.setReferencedAB(ctx, canary, ab)
+	}
+	return r.setGeneratedAB(ctx, canary, len(ab) > 0)
+}
+
+// GetABRoutes reports whether the VirtualService holds A/B routes.
+// errors: ErrRouteNotFound, ErrInvalidSpec for an unsupported routeRef, API errors.
+func (r *Router) GetABRoutes(ctx context.Context, canary *sluicev1.Canary) (bool, error) {
+	ref, err := referenced(canary)
+	if err != nil {
+		return false, err
+	}
+	vs, err := r.getVirtualService(ctx, canary, virtualServiceName(canary, ref))
+	if err != nil {
+		return false, err
+	}
+	return hasABRoutes(vs.Spec.GetHttp()), nil
 }
 
 // Finalize restores the user's routing: reference mode puts spec.http back as it was before

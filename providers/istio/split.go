@@ -69,12 +69,17 @@ func renameHost(host, from, to string) string {
 }
 
 // splitHTTP returns a copy of routes with every managed route's destinations set to w (see the
-// package doc for the rules) and the number of managed routes. routes is not modified.
+// package doc for the rules) and the number of managed routes; A/B routes are neither changed nor
+// counted. routes is not modified.
 // errors: ErrUnsupportedRoute, naming the route.
 func (s scope) splitHTTP(routes []*networkingv1.HTTPRoute, w providers.Weights) ([]*networkingv1.HTTPRoute, int, error) {
 	out := make([]*networkingv1.HTTPRoute, len(routes))
 	managed := 0
 	for i, r := range routes {
+		if isABRoute(r) { // left to withABRoutes
+			out[i] = r
+			continue
+		}
 		dests, ok, err := s.splitRoute(r.GetRoute(), w)
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", routeName(i, r), err)
@@ -185,13 +190,16 @@ func apexTemplate(apex []*networkingv1.HTTPRouteDestination) (*networkingv1.HTTP
 	return tmpl, nil
 }
 
-// weightsOf reads the split of the managed routes and their number.
+// weightsOf reads the split of the managed routes and their number, A/B routes left out.
 // errors: ErrUnsupportedRoute; providers.ErrWeightDrift when a route's weights do not sum to
 // TotalWeight or two routes disagree (someone edited them; SetRoutes puts them back).
 func (s scope) weightsOf(routes []*networkingv1.HTTPRoute) (providers.Weights, int, error) {
 	var first providers.Weights
 	firstName, managed := "", 0
 	for i, r := range routes {
+		if isABRoute(r) {
+			continue
+		}
 		w, ok, err := s.routeWeights(r.GetRoute())
 		if err != nil {
 			return providers.Weights{}, 0, fmt.Errorf("%s: %w", routeName(i, r), err)

@@ -29,27 +29,26 @@ const (
 // Decide returns the next step of the Canary's lifecycle for what was observed in one tick.
 func Decide(o Observed) Decision {
 	d := Decision{Status: *o.Status.DeepCopy(), RequeueAfter: Interval(o.Spec)}
-	if handleRequests(o, &d) {
-		restoreDriftedWeights(o, &d)
-		return d
-	}
-	switch o.Status.Phase {
-	case "", sluicev1.CanaryPhaseInitializing:
-		initialize(o, &d)
-	case sluicev1.CanaryPhaseInitialized, sluicev1.CanaryPhaseSucceeded, sluicev1.CanaryPhaseFailed:
-		idle(o, &d)
-	case sluicev1.CanaryPhaseWaiting:
-		waiting(o, &d)
-	case sluicev1.CanaryPhaseProgressing, sluicev1.CanaryPhaseWaitingPromotion:
-		progress(o, &d)
-	case sluicev1.CanaryPhasePromoting:
-		promote(o, &d)
-	case sluicev1.CanaryPhaseFinalising:
-		finalise(o, &d)
-	default:
-		// Terminating/Terminated are handled by the controller's deletion path.
+	if !handleRequests(o, &d) {
+		switch o.Status.Phase {
+		case "", sluicev1.CanaryPhaseInitializing:
+			initialize(o, &d)
+		case sluicev1.CanaryPhaseInitialized, sluicev1.CanaryPhaseSucceeded, sluicev1.CanaryPhaseFailed:
+			idle(o, &d)
+		case sluicev1.CanaryPhaseWaiting:
+			waiting(o, &d)
+		case sluicev1.CanaryPhaseProgressing, sluicev1.CanaryPhaseWaitingPromotion:
+			progress(o, &d)
+		case sluicev1.CanaryPhasePromoting:
+			promote(o, &d)
+		case sluicev1.CanaryPhaseFinalising:
+			finalise(o, &d)
+		default:
+			// Terminating/Terminated are handled by the controller's deletion path.
+		}
 	}
 	restoreDriftedWeights(o, &d)
+	syncABRoutes(o, &d)
 	return d
 }
 
@@ -152,77 +151,44 @@ func startRun(o Observed, d *Decision) {
 	d.RequeueAfter = PollInterval
 }
 
-// progress runs the analysis steps: check, then advance the weight or count a failed check.
+// progress runs the analysis steps: check, then take the next step (a weight, or for an A/B run
+// see advanceAB) or count a failed check.
 func progress(o Observed, d *Decision) {
 	if o.Revision != o.Status.LastAppliedSpec && o.Revision == o.Status.LastPromotedSpec {
 		cancelRun(o, d)
 		return
 	}
 	if o.Revision != o.Status.LastAppliedSpec {
-		d.warning(EventRestarted, fmt.Sprintf("New revision %s during the run of %s; restarting from weight 0", o.Revision, o.Status.LastAppliedSpec))
+		restart := "restarting from weight 0"
+		if IsAB(o.Spec) {
+			restart = "restarting the A/B test"
+		}
+		d.warning(EventRestarted, fmt.Sprintf("New revision %s during the run of %s; %s", o.Revision, o.Status.LastAppliedSpec, restart))
 		startRun(o, d)
 		return
 	}
 	if rolledBack(o, d) {
 		return
 	}
+	on := trafficOn(o.Spec, o.Status)
 	if wait, ok := stepBlocked(o); ok {
 		d.RequeueAfter = wait
-		if o.Hold != nil && o.Status.CanaryWeight == 0 && !o.Canary.IsReady(CanaryReadyThreshold(o.Spec)) {
+		if o.Hold != nil && !on && !o.Canary.IsReady(CanaryReadyThreshold(o.Spec)) {
 			d.RequeueAfter = PollInterval
 		}
 		return
 	}
+	if !on && !preRolloutPassed(o, d) {
+		return
+	}
+	if on && !checkPassed(o, d) {
+		return
+	}
+	if IsAB(o.Spec) {
+		advanceAB(o, d)
+		return
+	}
 	s := &d.Status
-	if o.Status.CanaryWeight == 0 && !o.Status.PreRolloutPassed && HasWebhooks(o.Spec, sluicev1.WebhookPreRollout) {
-		if g, held := gate(o, sluicev1.WebhookPreRollout); held {
-			s.FailedChecks++
-			s.LastStepTime = stamp(o.Now)
-			d.warning(EventPreRolloutFailed, fmt.Sprintf("Pre-rollout check failed (%d/%d): %s", s.FailedChecks, Threshold(o.Spec), g.Message))
-			if s.FailedChecks >= Threshold(o.Spec) {
-				rollback(o, d, "pre-rollout checks failed: "+g.Message)
-			}
-			return
-		}
-		s.PreRolloutPassed = true
-	}
-	if o.Status.CanaryWeight > 0 {
-		if o.Check == nil && !o.Spec.SkipAnalysis {
-			// The controller runs the analysis when AnalysisDue says so; without it, look again.
-			d.RequeueAfter = PollInterval
-			return
-		}
-		if g, _ := gate(o, sluicev1.WebhookRollback); HasWebhooks(o.Spec, sluicev1.WebhookRollback) && g.Passed {
-			d.warning(EventRollbackHook, "A rollback webhook asked for a rollback")
-			rollback(o, d, "requested by a rollback webhook")
-			return
-		}
-		check := Check{}
-		if o.Check != nil {
-			check = *o.Check
-		}
-		results := append([]sluicev1.MetricResult(nil), check.Results...)
-		if g, held := gate(o, sluicev1.WebhookRollout); held {
-			check.Failed = true
-			check.Summary = joinSummary(check.Summary, "rollout webhook: "+g.Message)
-			results = append(results, sluicev1.MetricResult{Name: "rollout-webhooks", Verdict: sluicev1.VerdictFail,
-				Message: g.Message, CheckedAt: stamp(o.Now)})
-		}
-		s.Iterations++
-		s.LastStepTime = stamp(o.Now)
-		s.Analysis = results
-		if check.Failed {
-			s.FailedChecks++
-			d.warning(EventCheckFailed, fmt.Sprintf("Check %d failed (%d/%d): %s", s.Iterations, s.FailedChecks, Threshold(o.Spec), check.Summary))
-			if s.FailedChecks >= Threshold(o.Spec) {
-				rollback(o, d, fmt.Sprintf("failed checks threshold reached (%d): %s", s.FailedChecks, check.Summary))
-			}
-			return
-		}
-		if o.Spec.Analysis.FailedChecksMode == "Consecutive" {
-			s.FailedChecks = 0
-		}
-	}
 	s.LastProgressTime = stamp(o.Now)
 	s.LastStepTime = stamp(o.Now)
 	next, ok := NextWeight(Steps(o.Spec.Analysis), o.Status.CanaryWeight)
@@ -243,6 +209,77 @@ func progress(o Observed, d *Decision) {
 	}
 	d.setWeight(next)
 	d.normal(EventAdvanced, fmt.Sprintf("Advance canary weight to %d", next))
+}
+
+// preRolloutPassed resolves the pre-rollout gate before the first traffic of a run and reports
+// whether the run may take its first step; a refusal counts as a failed check.
+func preRolloutPassed(o Observed, d *Decision) bool {
+	if o.Status.PreRolloutPassed || !HasWebhooks(o.Spec, sluicev1.WebhookPreRollout) {
+		return true
+	}
+	s := &d.Status
+	if g, held := gate(o, sluicev1.WebhookPreRollout); held {
+		s.FailedChecks++
+		s.LastStepTime = stamp(o.Now)
+		d.warning(EventPreRolloutFailed, fmt.Sprintf("Pre-rollout check failed (%d/%d): %s", s.FailedChecks, Threshold(o.Spec), g.Message))
+		if s.FailedChecks >= Threshold(o.Spec) {
+			rollback(o, d, "pre-rollout checks failed: "+g.Message)
+		}
+		return false
+	}
+	s.PreRolloutPassed = true
+	return true
+}
+
+// checkPassed takes this tick's check (the analysis, the rollback and rollout webhooks) while
+// traffic is on the canary and reports whether it passed; a failed check is counted and rolls the
+// run back at the threshold. status.iterations counts every check of a weighted run, and the
+// passing ones of an A/B run (advanceAB).
+func checkPassed(o Observed, d *Decision) bool {
+	if o.Check == nil && !o.Spec.SkipAnalysis {
+		// The controller runs the analysis when AnalysisDue says so; without it, look again.
+		d.RequeueAfter = PollInterval
+		return false
+	}
+	if g, _ := gate(o, sluicev1.WebhookRollback); HasWebhooks(o.Spec, sluicev1.WebhookRollback) && g.Passed {
+		d.warning(EventRollbackHook, "A rollback webhook asked for a rollback")
+		rollback(o, d, "requested by a rollback webhook")
+		return false
+	}
+	check := Check{}
+	if o.Check != nil {
+		check = *o.Check
+	}
+	results := append([]sluicev1.MetricResult(nil), check.Results...)
+	if g, held := gate(o, sluicev1.WebhookRollout); held {
+		check.Failed = true
+		check.Summary = joinSummary(check.Summary, "rollout webhook: "+g.Message)
+		results = append(results, sluicev1.MetricResult{Name: "rollout-webhooks", Verdict: sluicev1.VerdictFail,
+			Message: g.Message, CheckedAt: stamp(o.Now)})
+	}
+	s := &d.Status
+	ab := IsAB(o.Spec)
+	if !ab {
+		s.Iterations++
+	}
+	s.LastStepTime = stamp(o.Now)
+	s.Analysis = results
+	if check.Failed {
+		s.FailedChecks++
+		if ab {
+			d.warning(EventCheckFailed, fmt.Sprintf("A/B check failed (%d/%d): %s", s.FailedChecks, Threshold(o.Spec), check.Summary))
+		} else {
+			d.warning(EventCheckFailed, fmt.Sprintf("Check %d failed (%d/%d): %s", s.Iterations, s.FailedChecks, Threshold(o.Spec), check.Summary))
+		}
+		if s.FailedChecks >= Threshold(o.Spec) {
+			rollback(o, d, fmt.Sprintf("failed checks threshold reached (%d): %s", s.FailedChecks, check.Summary))
+		}
+		return false
+	}
+	if o.Spec.Analysis.FailedChecksMode == "Consecutive" {
+		s.FailedChecks = 0
+	}
+	return true
 }
 
 func joinSummary(a, b string) string {
@@ -301,14 +338,14 @@ func stepBlocked(o Observed) (time.Duration, bool) {
 }
 
 // AnalysisDue reports whether the controller must run the analysis before calling Decide: a run
-// is in flight, traffic is on the canary, and the next check is due.
+// is in flight, traffic is on the canary (a weight, or the A/B routing), and the next check is due.
 func AnalysisDue(o Observed) bool {
 	switch o.Status.Phase {
 	case sluicev1.CanaryPhaseProgressing, sluicev1.CanaryPhaseWaitingPromotion:
 	default:
 		return false
 	}
-	if o.Revision != o.Status.LastAppliedSpec || o.Status.CanaryWeight == 0 {
+	if o.Revision != o.Status.LastAppliedSpec || !trafficOn(o.Spec, o.Status) {
 		return false
 	}
 	if o.Status.FailedChecks >= Threshold(o.Spec) || deadlinePassed(o) {
@@ -336,7 +373,8 @@ func startPromotion(o Observed, d *Decision) {
 	d.normal(EventPromoting, fmt.Sprintf("Copying revision %s to the primary", d.Status.LastAppliedSpec))
 }
 
-// promote waits for the promoted primary, then shifts traffic back to it.
+// promote waits for the promoted primary, then shifts traffic back to it (an A/B run's routing
+// goes off with the move to Finalising; see syncABRoutes).
 func promote(o Observed, d *Decision) {
 	promoted := o.Primary.Revision == o.Status.LastAppliedSpec
 	if !promoted && o.Revision != o.Status.LastAppliedSpec && o.Revision == o.Status.LastPromotedSpec {
@@ -364,7 +402,7 @@ func promote(o Observed, d *Decision) {
 		d.RequeueAfter = PollInterval
 		return
 	}
-	if last := o.Status.LastStepTime; o.Spec.Analysis.StepWeightPromotion > 0 && last != nil {
+	if last := o.Status.LastStepTime; o.Spec.Analysis.StepWeightPromotion > 0 && !IsAB(o.Spec) && last != nil {
 		if due := last.Add(Interval(o.Spec)); o.Now.Before(due) {
 			d.RequeueAfter = due.Sub(o.Now)
 			return

@@ -22,6 +22,13 @@ const (
 	// ActionSetWeights routes Decision.Status.CanaryWeight percent to the canary and the rest to
 	// the primary, in one write.
 	ActionSetWeights Action = "SetWeights"
+	// ActionABRoutesOn routes the requests matching spec.analysis.match to the canary (A/B
+	// routing, providers.Router.SetABRoutes on). Decide emits it last, and only with the canary
+	// ready.
+	ActionABRoutesOn Action = "ABRoutesOn"
+	// ActionABRoutesOff removes the A/B routing: every request follows the weights. Decide emits
+	// it first, before any action that scales the canary down.
+	ActionABRoutesOff Action = "ABRoutesOff"
 )
 
 // Event is a Kubernetes event to record on the Canary.

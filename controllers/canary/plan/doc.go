@@ -3,4 +3,8 @@
 // readiness, the route's weights, the outcome of an analysis run), Decide returns the next status,
 // the ordered actions to carry out, the events to record and when to look again. It does no I/O
 // and reads no clock: Observed.Now is the only time, so whole rollouts are simulated in tests.
+//
+// A run shifts weights step by step, or, for a spec with analysis.match and analysis.iterations,
+// is an A/B test (IsAB): the weight stays 0, the requests matching analysis.match go to the
+// canary once it is ready, and iterations passing checks promote it (see ab.go).
 package plan

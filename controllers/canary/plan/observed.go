@@ -23,6 +23,11 @@ type Observed struct {
 	// RouteKnown is false when the route could not be read (e.g. not created yet).
 	RouteWeight int32
 	RouteKnown  bool
+	// RouteABOn says whether the route holds A/B rules (providers.Router.GetABRoutes), read this
+	// tick; RouteABKnown is false when it could not be read. Decide puts the A/B routing back when
+	// it differs from what the status says it should be.
+	RouteABOn    bool
+	RouteABKnown bool
 	// Check is the outcome of the analysis the controller ran this tick because AnalysisDue said
 	// so; nil when no analysis ran.
 	Check *Check

@@ -30,6 +30,7 @@ type world struct {
 	canaryReplicas   int32
 	canaryNeverReady bool
 	routeWeight      int32
+	abOn             bool // the route holds A/B rules
 	analysis         func(w *world) Check
 	gates            func(t sluicev1.WebhookType, w *world) GateResult
 	requests         map[string]string
@@ -59,7 +60,7 @@ func (w *world) observe() Observed {
 			Desired: w.primaryReplicas, Ready: w.primaryReplicas, Updated: w.primaryReplicas, RolledOut: true},
 		Canary: Workload{Exists: true, Revision: w.targetRevision, Desired: w.canaryReplicas,
 			Ready: canaryReady, Updated: w.canaryReplicas, RolledOut: true},
-		RouteWeight: w.routeWeight, RouteKnown: true,
+		RouteWeight: w.routeWeight, RouteKnown: true, RouteABOn: w.abOn, RouteABKnown: true,
 	}
 }
 
@@ -84,6 +85,9 @@ func (w *world) tick(t *testing.T) Decision {
 		case ActionScaleCanaryUp:
 			w.canaryReplicas = w.primaryReplicas
 		case ActionScaleCanaryDown:
+			if w.abOn {
+				t.Fatal("canary scaled down while A/B routing sends it requests")
+			}
 			w.canaryReplicas = 0
 		case ActionPromotePrimary:
 			w.primaryRevision = w.targetRevision
@@ -94,11 +98,24 @@ func (w *world) tick(t *testing.T) Decision {
 			if d.Status.CanaryWeight > 0 && (w.canaryReplicas == 0 || w.canaryNeverReady) {
 				t.Fatalf("weight %d routed to a canary with no ready replicas", d.Status.CanaryWeight)
 			}
+			if IsAB(w.spec) && d.Status.CanaryWeight != 0 {
+				t.Fatalf("weight %d in an A/B run", d.Status.CanaryWeight)
+			}
 			w.routeWeight = d.Status.CanaryWeight
 			if d.Status.Phase == sluicev1.CanaryPhaseProgressing {
 				w.weightsSeen = append(w.weightsSeen, w.routeWeight)
 			}
+		case ActionABRoutesOn:
+			if w.canaryReplicas == 0 || w.canaryNeverReady {
+				t.Fatal("A/B routing turned on to a canary with no ready replicas")
+			}
+			w.abOn = true
+		case ActionABRoutesOff:
+			w.abOn = false
 		}
+	}
+	if want := ABRouted(w.spec, d.Status); w.abOn != want {
+		t.Fatalf("route A/B routing %v after the actions, status says %v (phase %s)", w.abOn, want, d.Status.Phase)
 	}
 	if d.Status.Phase == sluicev1.CanaryPhaseSucceeded && w.status.Phase != sluicev1.CanaryPhaseSucceeded &&
 		w.primaryRevision != d.Status.LastAppliedSpec {
@@ -119,6 +136,13 @@ func (w *world) record(before sluicev1.CanaryStatus, d Decision) {
 	}
 	line := fmt.Sprintf("%6s  %-16s weight=%-3d primary=%-3d failed=%d", w.now.Sub(w.start), s.Phase,
 		s.CanaryWeight, 100-s.CanaryWeight, s.FailedChecks)
+	if IsAB(w.spec) {
+		ab := "off"
+		if w.abOn {
+			ab = "on"
+		}
+		line += fmt.Sprintf(" ab=%-3s iterations=%d/%d", ab, s.Iterations, w.spec.Analysis.Iterations)
+	}
 	for _, e := range d.Events {
 		line += fmt.Sprintf("  [%s] %s", e.Reason, e.Message)
 	}
