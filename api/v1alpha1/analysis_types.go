@@ -17,8 +17,9 @@ const (
 type CanaryAnalysis struct {
 	// Interval between two checks, a duration of at least 1s such as 1m. Default 1m.
 	// +kubebuilder:default="1m"
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="analysis.interval must be a duration of at least 1s"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+(\\\\.[0-9]+)?(ms|s|m|h))+$') || duration(self) >= duration('1s')",message="analysis.interval must be a duration of at least 1s"
 	// +optional
 	Interval string `json:"interval,omitempty"`
 
@@ -64,6 +65,7 @@ type CanaryAnalysis struct {
 
 	// Match routes requests that match to the canary for an A/B run.
 	// +optional
+	// +kubebuilder:validation:MaxItems=16
 	Match []HTTPMatchRequest `json:"match,omitempty"`
 
 	// PrimaryReadyThreshold is the percentage of primary pods that must be ready before traffic
@@ -112,8 +114,9 @@ type CanaryMetric struct {
 
 	// Interval is the query window, a duration such as 1m. Default: the analysis interval. It must
 	// be at least twice the Prometheus scrape interval, or rate() returns nothing.
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="metric.interval must be a duration of at least 1s"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+(\\\\.[0-9]+)?(ms|s|m|h))+$') || duration(self) >= duration('1s')",message="metric.interval must be a duration of at least 1s"
 	// +optional
 	Interval string `json:"interval,omitempty"`
 

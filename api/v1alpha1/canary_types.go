@@ -168,6 +168,7 @@ type CanaryService struct {
 
 	// Match conditions of the generated route (Istio HTTPMatchRequest shape).
 	// +optional
+	// +kubebuilder:validation:MaxItems=16
 	Match []HTTPMatchRequest `json:"match,omitempty"`
 	// Retries of the generated route.
 	// +optional
@@ -210,6 +211,7 @@ type RouteReference struct {
 type HTTPMatchRequest struct {
 	// Headers to match by name.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=16
 	Headers map[string]StringMatch `json:"headers,omitempty"`
 	// URI to match.
 	// +optional
@@ -219,6 +221,7 @@ type HTTPMatchRequest struct {
 	Method *StringMatch `json:"method,omitempty"`
 	// QueryParams to match by name.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=16
 	QueryParams map[string]StringMatch `json:"queryParams,omitempty"`
 }
 

@@ -34,6 +34,9 @@ const (
 	ReasonSuspended          = "Suspended"
 	ReasonAlertProviderError = "AlertProviderError"
 	ReasonTerminating        = "Terminating"
+	ReasonPrimaryMissing     = "PrimaryMissing"
+	ReasonTargetConflict     = "TargetConflict"
+	ReasonReconcileError     = "ReconcileError"
 )
 
 // Request annotations: anyone who can edit the Canary (the kubectl-sluice plugin, a GitOps

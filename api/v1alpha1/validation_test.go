@@ -116,6 +116,8 @@ func TestInvalidSpecsRejectedNamingTheField(t *testing.T) {
 		{"metric neither built-in nor template", func(c *sluicev1.Canary) { c.Spec.Analysis.Metrics[0].Name = "my-metric" }, "templateRef must be set"},
 		{"threshold zero", func(c *sluicev1.Canary) { c.Spec.Analysis.Threshold = -2 }, "spec.analysis.threshold"},
 		{"interval not a duration", func(c *sluicev1.Canary) { c.Spec.Analysis.Interval = "fast" }, "spec.analysis.interval"},
+		{"interval without a unit", func(c *sluicev1.Canary) { c.Spec.Analysis.Interval = "5" }, "spec.analysis.interval"},
+		{"metric interval without a unit", func(c *sluicev1.Canary) { c.Spec.Analysis.Metrics[0].Interval = "30" }, "spec.analysis.metrics[0].interval"},
 		{"interval below 1s", func(c *sluicev1.Canary) { c.Spec.Analysis.Interval = "500ms" }, "analysis.interval must be a duration of at least 1s"},
 		{"metric interval below 1s", func(c *sluicev1.Canary) { c.Spec.Analysis.Metrics[0].Interval = "10ms" }, "metric.interval must be a duration of at least 1s"},
 		{"unknown webhook type", func(c *sluicev1.Canary) {
@@ -142,6 +144,9 @@ func TestInvalidSpecsRejectedNamingTheField(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error does not name the field (want %q):\n%v", tt.want, err)
+			}
+			if strings.Contains(err.Error(), "conversion error") || strings.Contains(err.Error(), "evaluating rule") {
+				t.Fatalf("error leaks a CEL evaluation failure instead of only naming the field:\n%v", err)
 			}
 		})
 	}

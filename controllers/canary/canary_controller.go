@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,8 +27,10 @@ import (
 // defaultScrapeInterval is Prometheus' default scrape interval.
 const defaultScrapeInterval = 15 * time.Second
 
-// Finalizer holds a Canary with revertOnDeletion until the target serves again.
-const Finalizer = "sluice.dev/revert-on-deletion"
+// Finalizer holds a deleted Canary until its traffic is safe without it: with revertOnDeletion
+// the target serves again through the user's original routing; without it the primary objects are
+// orphaned and keep serving.
+const Finalizer = "sluice.dev/finalizer"
 
 // Analyzer runs a Canary's analysis; analysis.Engine implements it against Prometheus.
 type Analyzer interface {
@@ -126,27 +129,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{RequeueAfter: staleRetry}, err
 	}
 	if canary.Spec.Suspend {
-		markSuspended(canary)
+		if markSuspended(canary) {
+			r.record(ctx, canary, corev1.EventTypeNormal, sluicev1.ReasonSuspended, "Suspended (spec.suspend): traffic stays as it is")
+		}
 		return ctrl.Result{}, nil
+	}
+	if isSuspended(canary) {
+		removeCondition(canary, sluicev1.ConditionReconciling)
+		r.record(ctx, canary, corev1.EventTypeNormal, "Resumed", "Resumed (spec.suspend cleared)")
 	}
 	return r.reconcileRun(ctx, canary, out)
 }
 
-// reconcileFinalizer adds the finalizer when revertOnDeletion is set and removes it otherwise;
-// it reports whether it changed the Canary.
+// reconcileFinalizer adds the finalizer (every Canary has one, so its deletion never leaves traffic
+// routed to objects garbage collection removes); it reports whether it changed the Canary.
 func (r *Reconciler) reconcileFinalizer(ctx context.Context, canary *sluicev1.Canary) (bool, error) {
-	want := canary.Spec.RevertOnDeletion
-	if controllerutil.ContainsFinalizer(canary, Finalizer) == want {
+	if controllerutil.ContainsFinalizer(canary, Finalizer) {
 		return false, nil
 	}
 	patch := client.MergeFrom(canary.DeepCopy())
-	if want {
-		controllerutil.AddFinalizer(canary, Finalizer)
-	} else {
-		controllerutil.RemoveFinalizer(canary, Finalizer)
-	}
+	controllerutil.AddFinalizer(canary, Finalizer)
 	if err := r.Patch(ctx, canary, patch); err != nil {
-		return false, fmt.Errorf("updating finalizers: %w", err)
+		return false, fmt.Errorf("adding finalizer: %w", err)
 	}
 	return true, nil
 }

@@ -88,9 +88,17 @@ func markWaiting(c *sluicev1.Canary, reason, msg string) {
 	setCondition(c, sluicev1.ConditionReconciling, metav1.ConditionTrue, reason, msg)
 }
 
-// markSuspended records that reconciliation is suspended.
-func markSuspended(c *sluicev1.Canary) {
+// markSuspended records that reconciliation is suspended; it reports whether it just became so.
+func markSuspended(c *sluicev1.Canary) bool {
+	was := isSuspended(c)
 	setCondition(c, sluicev1.ConditionReconciling, metav1.ConditionFalse, sluicev1.ReasonSuspended, "Reconciliation is suspended (spec.suspend)")
+	return !was
+}
+
+// isSuspended reports whether the status says reconciliation is suspended.
+func isSuspended(c *sluicev1.Canary) bool {
+	cond := apimeta.FindStatusCondition(c.Status.Conditions, sluicev1.ConditionReconciling)
+	return cond != nil && cond.Reason == sluicev1.ReasonSuspended
 }
 
 // removeCondition drops a condition type.

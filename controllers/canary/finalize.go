@@ -4,25 +4,28 @@ import (
 	"context"
 	"fmt"
 
+	istionetv1 "istio.io/client-go/pkg/apis/networking/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary/plan"
 	"sluice.dev/sluice/providers"
 )
 
-// reconcileDelete reverts a Canary with revertOnDeletion: scale the target back up, wait until it
-// is ready, point the apex Service and the route back at it, remove the primary objects, then
-// release the finalizer. Without the finalizer there is nothing to do: owned objects are
-// garbage-collected.
+// reconcileDelete makes traffic safe before the Canary goes. With revertOnDeletion: scale the target
+// back up, wait until it is ready, point the apex Service and the route back at it, remove the
+// primary objects. Without it: orphan the primary objects (drop the Canary's owner reference) so
+// garbage collection does not delete what serves the traffic. Then release the finalizer.
 func (r *Reconciler) reconcileDelete(ctx context.Context, canary *sluicev1.Canary) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(canary, Finalizer) {
 		forgetMetrics(canary)
@@ -32,6 +35,16 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, canary *sluicev1.Canar
 		canary.Status.Phase = sluicev1.CanaryPhaseTerminating
 		canary.Status.LastTransitionTime = stampNow(r.now())
 		r.record(ctx, canary, corev1.EventTypeNormal, sluicev1.ReasonTerminating, "Deleting: restoring the target before removing the primary")
+	}
+	if !canary.Spec.RevertOnDeletion {
+		if err := r.orphanObjects(ctx, canary); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.record(ctx, canary, corev1.EventTypeNormal, sluicev1.ReasonTerminating,
+			"Deleted without revertOnDeletion: the primary, its Services and routes are left serving as they are (no longer owned by the Canary)")
+		canary.Status.Phase = sluicev1.CanaryPhaseTerminated
+		forgetMetrics(canary)
+		return ctrl.Result{}, r.releaseFinalizer(ctx, canary)
 	}
 	target := &appsv1.Deployment{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: canary.Spec.TargetRef.Name}, target)
@@ -145,4 +158,36 @@ func (r *Reconciler) releaseFinalizer(ctx context.Context, canary *sluicev1.Cana
 		controllerutil.RemoveFinalizer(latest, Finalizer)
 		return client.IgnoreNotFound(r.Patch(ctx, latest, patch))
 	})
+}
+
+// orphanObjects drops the Canary's owner reference from everything it owns that carries traffic:
+// the primary Deployment, the apex, primary and canary Services, the -primary config copies and
+// generated routes. They keep serving exactly as they are.
+func (r *Reconciler) orphanObjects(ctx context.Context, canary *sluicev1.Canary) error {
+	lists := []client.ObjectList{&appsv1.DeploymentList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}, &corev1.SecretList{},
+		&gwv1.HTTPRouteList{}, &istionetv1.VirtualServiceList{}, &istionetv1.DestinationRuleList{}}
+	for _, list := range lists {
+		if err := r.List(ctx, list, client.InNamespace(canary.Namespace)); err != nil {
+			if meta.IsNoMatchError(err) {
+				continue // route kind not installed
+			}
+			return fmt.Errorf("listing objects to orphan: %w", err)
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return err
+		}
+		for _, item := range items {
+			o, ok := item.(client.Object)
+			if !ok || !metav1.IsControlledBy(o, canary) {
+				continue
+			}
+			patch := client.MergeFromWithOptions(o.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+			o.SetOwnerReferences(withoutOwner(o.GetOwnerReferences(), canary.UID))
+			if err := r.Patch(ctx, o, patch); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("orphaning %s: %w", o.GetName(), err)
+			}
+		}
+	}
+	return nil
 }

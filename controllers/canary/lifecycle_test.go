@@ -8,9 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
@@ -250,4 +252,67 @@ func findCondition(c *sluicev1.Canary, typ string) *metav1.Condition {
 		}
 	}
 	return nil
+}
+
+// TestDeletedPrimaryIsNotRebuiltFromAnUnanalysedTarget deletes the primary mid-run: the Canary
+// stalls (PrimaryMissing) instead of promoting the canary's revision; once the target is set back
+// to the promoted version, the primary is rebuilt from it.
+func TestDeletedPrimaryIsNotRebuiltFromAnUnanalysedTarget(t *testing.T) {
+	h := newHarness(t)
+	h.app(2, "1")
+	h.create(seedCanary(h.ns))
+	h.runUntil(sluicev1.CanaryPhaseInitialized, 10)
+	promoted := h.canary().Status.LastPromotedSpec
+	h.setImage("2-untested")
+	for h.last.CanaryWeight < 10 {
+		h.tick()
+	}
+	if err := h.c.Delete(h.ctx, h.deployment("podinfo-primary")); err != nil {
+		t.Fatal(err)
+	}
+	h.tick()
+	c := h.canary()
+	stalled := findCondition(c, sluicev1.ConditionStalled)
+	if stalled == nil || stalled.Reason != sluicev1.ReasonPrimaryMissing || c.Status.LastPromotedSpec != promoted {
+		t.Fatalf("after deleting the primary: stalled %+v, lastPromotedSpec %s (was %s)", stalled, c.Status.LastPromotedSpec, promoted)
+	}
+	if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "podinfo-primary"}, &appsv1.Deployment{}); err == nil {
+		t.Fatal("the primary was rebuilt from the unanalysed target")
+	}
+	h.setImage("1")
+	h.runUntil(sluicev1.CanaryPhaseInitialized, 10)
+	if img := h.deployment("podinfo-primary").Spec.Template.Spec.Containers[0].Image; !strings.HasSuffix(img, ":1") {
+		t.Fatalf("primary rebuilt with %s", img)
+	}
+}
+
+// TestTwoCanariesOneTarget: a second Canary of the same Deployment stalls with TargetConflict
+// naming the first, which keeps working.
+func TestTwoCanariesOneTarget(t *testing.T) {
+	h := newHarness(t)
+	h.app(1, "1")
+	h.create(seedCanary(h.ns))
+	h.runUntil(sluicev1.CanaryPhaseInitialized, 10)
+	second := seedCanary(h.ns)
+	second.Name = "podinfo-again"
+	second.Spec.Service.Name = "podinfo-again"
+	if err := h.c.Create(h.ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ { // the first tick adds the finalizer
+		if _, err := h.r.Reconcile(h.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.c.Get(h.ctx, client.ObjectKeyFromObject(second), second); err != nil {
+		t.Fatal(err)
+	}
+	cond := findCondition(second, sluicev1.ConditionStalled)
+	if cond == nil || cond.Reason != sluicev1.ReasonTargetConflict || !strings.Contains(cond.Message, "canary podinfo") {
+		t.Fatalf("second canary: %+v", cond)
+	}
+	h.tick()
+	if h.last.Phase != sluicev1.CanaryPhaseInitialized || findCondition(h.canary(), sluicev1.ConditionStalled) != nil {
+		t.Fatalf("first canary disturbed: %s", h.last.Phase)
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/notify"
@@ -254,4 +255,65 @@ func grepLines(s, substr string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestOutsideEditOfReferencedRouteRestoredAtOnce holds a run at weight 10 (1 h interval) on a
+// user's HTTPRoute and edits its weights by hand: the route is watched, so the weights come back
+// within seconds, not at the next step.
+func TestOutsideEditOfReferencedRouteRestoredAtOnce(t *testing.T) {
+	h := newHarness(t)
+	h.app(1, "1")
+	h.applyYAML(threeRuleRoute)
+	playDeploymentController(t, h.ns)
+	startManager(t, h.ns, "", &scriptedAnalyzer{})
+	c := fastCanary(h.ns)
+	c.Spec.Analysis.Interval = "1h"
+	c.Spec.Service.RouteRef = &sluicev1.RouteReference{APIVersion: "gateway.networking.k8s.io/v1", Kind: "HTTPRoute", Name: "podinfo"}
+	h.create(c)
+	waitFor(t, h.ns, "podinfo", 30*time.Second, "Initialized", func(c *sluicev1.Canary) bool {
+		return c.Status.Phase == sluicev1.CanaryPhaseInitialized
+	})
+	h.setImage("2")
+	waitFor(t, h.ns, "podinfo", 30*time.Second, "weight 10", func(c *sluicev1.Canary) bool { return c.Status.CanaryWeight == 10 })
+	router := gatewayapi.New(env.Client)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if w, err := router.GetRoutes(h.ctx, h.canary()); err == nil && w.Canary == 10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("route never showed weight 10")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	route := &gwv1.HTTPRoute{}
+	if err := env.Client.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "podinfo"}, route); err != nil {
+		t.Fatal(err)
+	}
+	for i := range route.Spec.Rules {
+		for j := range route.Spec.Rules[i].BackendRefs {
+			b := &route.Spec.Rules[i].BackendRefs[j]
+			switch string(b.Name) {
+			case "podinfo-primary":
+				b.Weight = ptr.To[int32](0)
+			case "podinfo-canary":
+				b.Weight = ptr.To[int32](100)
+			}
+		}
+	}
+	if err := env.Client.Update(h.ctx, route); err != nil {
+		t.Fatal(err)
+	}
+	edited := time.Now()
+	for {
+		w, err := router.GetRoutes(h.ctx, h.canary())
+		if err == nil && w.Canary == 10 && w.Primary == 90 {
+			t.Logf("restored after %s", time.Since(edited).Round(10*time.Millisecond))
+			return
+		}
+		if time.Since(edited) > 5*time.Second {
+			t.Fatalf("route still %+v (%v) 5 s after an outside edit", w, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -58,3 +58,22 @@ func TestIdleCanaryNoData(t *testing.T) {
 		})
 	}
 }
+
+// TestMissingMetricTemplateStalls: a templateRef to a MetricTemplate that does not exist is a spec
+// problem (Stalled, InvalidSpec, naming the template), not an unreachable metrics server.
+func TestMissingMetricTemplateStalls(t *testing.T) {
+	h := newHarness(t)
+	prom := promtest.StartT(t, promtest.Config{})
+	h.r.Analyzer = analysis.NewEngine(env.Client, analysis.Options{DefaultAddress: prom.Address()})
+	h.app(1, "1")
+	c := seedCanary(h.ns)
+	c.Spec.Analysis.Metrics = append(c.Spec.Analysis.Metrics, sluicev1.CanaryMetric{Name: "errors",
+		TemplateRef: &sluicev1.CrossNamespaceObjectReference{Name: "nope"}, ThresholdRange: &sluicev1.ThresholdRange{Max: ptr.To(1.0)}})
+	h.create(c)
+	h.tick()
+	h.tick()
+	cond := findCondition(h.canary(), sluicev1.ConditionStalled)
+	if cond == nil || cond.Reason != sluicev1.ReasonInvalidSpec || !strings.Contains(cond.Message, "nope") {
+		t.Fatalf("stalled condition %+v, want InvalidSpec naming MetricTemplate nope", cond)
+	}
+}

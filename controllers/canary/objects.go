@@ -129,7 +129,8 @@ func portsMatch(have, want []corev1.ServicePort) bool {
 }
 
 // ensurePrimary returns the primary Deployment, creating it (and the -primary config copies) from
-// the target when it does not exist yet.
+// the target when it does not exist yet — at initialization, or later only when the target runs the
+// promoted revision (otherwise the Canary stalls with reason PrimaryMissing).
 func (r *Reconciler) ensurePrimary(ctx context.Context, canary *sluicev1.Canary, target *appsv1.Deployment,
 	refs []configRef, revision string) (*appsv1.Deployment, error) {
 	primary := &appsv1.Deployment{}
@@ -139,6 +140,13 @@ func (r *Reconciler) ensurePrimary(ctx context.Context, canary *sluicev1.Canary,
 	}
 	if !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("reading primary deployment: %w", err)
+	}
+	if promoted := canary.Status.LastPromotedSpec; promoted != "" && revision != promoted {
+		// The primary is gone and the target runs another revision: rebuilding the primary from it
+		// would promote a revision no analysis has passed.
+		return nil, stalled(sluicev1.ReasonPrimaryMissing, "primary deployment %s is missing and the target runs revision %s, not the promoted %s: "+
+			"set the target back to the promoted version (Sluice then rebuilds the primary from it) or recreate %s",
+			primaryName(target.Name), revision, promoted, primaryName(target.Name))
 	}
 	if err := r.copyConfigs(ctx, canary, refs); err != nil {
 		return nil, err

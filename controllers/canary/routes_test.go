@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	networkingv1 "istio.io/api/networking/v1"
 	istionetv1 "istio.io/client-go/pkg/apis/networking/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -325,4 +326,45 @@ func TestReferenceHTTPRouteThreeRules(t *testing.T) {
 		t.Fatalf("HTTPRoute not restored:\n got %s\nwant %s", got, originalSpec)
 	}
 	h.assertTargetServes(3)
+}
+
+// TestDeleteWithoutRevertKeepsServing deletes a Canary without revertOnDeletion: the objects that
+// carry the traffic (primary Deployment, Services, config copies) lose the Canary's owner reference,
+// so garbage collection leaves them serving, and the route still sends everything to the primary.
+func TestDeleteWithoutRevertKeepsServing(t *testing.T) {
+	h := newHarness(t)
+	h.app(2, "1")
+	h.applyYAML(threeRuleRoute)
+	c := h.canaryFor()
+	c.Spec.Service.RouteRef = &sluicev1.RouteReference{APIVersion: "gateway.networking.k8s.io/v1", Kind: "HTTPRoute", Name: "podinfo"}
+	h.create(c)
+	h.runUntil(sluicev1.CanaryPhaseInitialized, 10)
+	uid := h.canary().UID
+	h.deleteAndFinalize()
+	owned := func(o client.Object) bool {
+		for _, ref := range o.GetOwnerReferences() {
+			if ref.UID == uid {
+				return true
+			}
+		}
+		return false
+	}
+	checks := []struct {
+		obj  client.Object
+		name string
+	}{
+		{&appsv1.Deployment{}, "podinfo-primary"}, {&corev1.Service{}, "podinfo"}, {&corev1.Service{}, "podinfo-primary"},
+		{&corev1.Service{}, "podinfo-canary"}, {&corev1.ConfigMap{}, "podinfo-config-primary"},
+	}
+	for _, c := range checks {
+		if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: c.name}, c.obj); err != nil {
+			t.Fatalf("%s gone after deletion: %v", c.name, err)
+		}
+		if owned(c.obj) {
+			t.Fatalf("%s still owned by the deleted Canary: garbage collection would remove it", c.name)
+		}
+	}
+	if w, err := h.r.Routers[sluicev1.ProviderGatewayAPI].GetRoutes(h.ctx, c); err != nil || w.Primary != 100 {
+		t.Fatalf("route after deletion: %+v, %v; want all traffic on the primary", w, err)
+	}
 }

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -16,6 +17,8 @@ import (
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary/plan"
 	"sluice.dev/sluice/providers"
+	"sluice.dev/sluice/providers/gatewayapi"
+	"sluice.dev/sluice/providers/istio"
 )
 
 // stalledError is a problem only a change to the spec or the cluster fixes: it becomes a Stalled
@@ -44,6 +47,8 @@ func (r *Reconciler) reconcileRun(ctx context.Context, canary *sluicev1.Canary, 
 		return ctrl.Result{RequeueAfter: plan.Interval(canary.Spec)}, nil
 	}
 	if err != nil {
+		// Transient: retried with backoff; the condition tells users what is going on.
+		setCondition(canary, sluicev1.ConditionReady, metav1.ConditionFalse, sluicev1.ReasonReconcileError, err.Error())
 		return ctrl.Result{}, err
 	}
 	clearStalled(canary)
@@ -58,6 +63,9 @@ func (r *Reconciler) step(ctx context.Context, canary *sluicev1.Canary, out *out
 	}
 	if err := analysis.ValidateIntervals(canary, r.scrapeInterval()); err != nil {
 		return ctrl.Result{}, stalled(sluicev1.ReasonInvalidSpec, "%w", err)
+	}
+	if err := r.targetConflict(ctx, canary); err != nil {
+		return ctrl.Result{}, err
 	}
 	target, err := r.target(ctx, canary)
 	if err != nil {
@@ -77,7 +85,9 @@ func (r *Reconciler) step(ctx context.Context, canary *sluicev1.Canary, out *out
 		return ctrl.Result{}, err
 	}
 	if err := router.Reconcile(ctx, canary); err != nil {
-		if errors.Is(err, providers.ErrRouteNotFound) {
+		if errors.Is(err, providers.ErrRouteNotFound) || errors.Is(err, gatewayapi.ErrRouteConflict) ||
+			errors.Is(err, istio.ErrNotControlled) || errors.Is(err, gatewayapi.ErrInvalidSpec) ||
+			errors.Is(err, gatewayapi.ErrNoApexBackend) {
 			return ctrl.Result{}, stalled(sluicev1.ReasonRouteError, "%w", err)
 		}
 		return ctrl.Result{}, fmt.Errorf("reconciling routes: %w", err)
@@ -161,6 +171,28 @@ func (r *Reconciler) scrapeInterval() time.Duration {
 	return defaultScrapeInterval
 }
 
+// targetConflict stalls every Canary but the oldest that targets the same Deployment: two
+// controllers of one workload would fight over its replicas, primary and route.
+func (r *Reconciler) targetConflict(ctx context.Context, canary *sluicev1.Canary) error {
+	list := &sluicev1.CanaryList{}
+	if err := r.List(ctx, list, client.InNamespace(canary.Namespace)); err != nil {
+		return fmt.Errorf("listing canaries of deployment %s: %w", canary.Spec.TargetRef.Name, err)
+	}
+	for i := range list.Items {
+		other := &list.Items[i]
+		if other.UID == canary.UID || !other.DeletionTimestamp.IsZero() || other.Spec.TargetRef.Name != canary.Spec.TargetRef.Name {
+			continue
+		}
+		older := other.CreationTimestamp.Before(&canary.CreationTimestamp) ||
+			(other.CreationTimestamp.Equal(&canary.CreationTimestamp) && other.Name < canary.Name)
+		if older {
+			return stalled(sluicev1.ReasonTargetConflict, "deployment %s is already the target of canary %s; delete one of them",
+				canary.Spec.TargetRef.Name, other.Name)
+		}
+	}
+	return nil
+}
+
 // target reads the Canary's target Deployment. errors: stalled when missing.
 func (r *Reconciler) target(ctx context.Context, canary *sluicev1.Canary) (*appsv1.Deployment, error) {
 	target := &appsv1.Deployment{}
@@ -188,6 +220,10 @@ func (r *Reconciler) metricsReady(ctx context.Context, canary *sluicev1.Canary) 
 		return false, nil
 	}
 	if err := r.Analyzer.Ready(ctx, canary); err != nil {
+		if !errors.Is(err, analysis.ErrUnreachable) {
+			// A missing MetricTemplate or Secret, a template that does not render: fix the spec.
+			return false, stalled(sluicev1.ReasonInvalidSpec, "analysis: %w", err)
+		}
 		canary.Status.Phase = sluicev1.CanaryPhaseInitializing
 		markWaiting(canary, sluicev1.ReasonMetricsUnreachable, fmt.Sprintf("Waiting for the metrics server: %v", err))
 		return true, nil

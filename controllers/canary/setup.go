@@ -22,8 +22,9 @@ import (
 
 // Field indexes on Canaries.
 const (
-	indexTarget  = "spec.targetRef.name"
-	indexConfigs = "status.trackedConfigs"
+	indexTarget   = "spec.targetRef.name"
+	indexConfigs  = "status.trackedConfigs"
+	indexRouteRef = "spec.service.routeRef"
 )
 
 // SetupWithManager registers the controller: it reconciles Canaries, the Deployments, Services and
@@ -45,6 +46,14 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, max
 	}); err != nil {
 		return err
 	}
+	if err := idx.IndexField(ctx, &sluicev1.Canary{}, indexRouteRef, func(o client.Object) []string {
+		if ref := o.(*sluicev1.Canary).Spec.Service.RouteRef; ref != nil {
+			return []string{ref.Kind + "/" + ref.Name}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("canary").
 		For(&sluicev1.Canary{}, builder.WithPredicates(predicate.Or(
@@ -62,11 +71,15 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, max
 		}))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent})
 	mapper := mgr.GetRESTMapper()
+	// Generated routes are owned; a user's route named by routeRef is watched through the index, so
+	// an outside edit of its weights is put back at once, not at the next step.
 	if installed(mapper, schema.GroupKind{Group: gwv1.GroupName, Kind: "HTTPRoute"}) {
-		b = b.Owns(&gwv1.HTTPRoute{})
+		b = b.Owns(&gwv1.HTTPRoute{}).Watches(&gwv1.HTTPRoute{}, handler.EnqueueRequestsFromMapFunc(
+			r.byIndex(indexRouteRef, func(o client.Object) string { return "HTTPRoute/" + o.GetName() })))
 	}
 	if installed(mapper, schema.GroupKind{Group: "networking.istio.io", Kind: "VirtualService"}) {
-		b = b.Owns(&istionetv1.VirtualService{})
+		b = b.Owns(&istionetv1.VirtualService{}).Watches(&istionetv1.VirtualService{}, handler.EnqueueRequestsFromMapFunc(
+			r.byIndex(indexRouteRef, func(o client.Object) string { return "VirtualService/" + o.GetName() })))
 	}
 	return b.Complete(r)
 }

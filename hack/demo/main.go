@@ -79,12 +79,13 @@ func run(ctx context.Context, keep bool, dir string) int {
 		say("FAILED to apply the demo app: %v", err)
 		return 1
 	}
+	applied := time.Now()
 	say("Applied demo/podinfo: Deployment, Service, HTTPRoute (parentRef Service: mesh mode), Canary (10s interval)")
 	if err := s.WaitPhase(ctx, stack.DemoNamespace, stack.DemoApp, sluicev1.CanaryPhaseInitialized, 2*time.Minute); err != nil {
 		say("FAILED: %v", err)
 		return 1
 	}
-	say("Canary initialized in %s: podinfo-primary serves 100%% of the traffic", time.Since(t0).Round(time.Second))
+	say("Canary initialized %s after it was applied: podinfo-primary serves 100%% of the traffic", time.Since(applied).Round(100*time.Millisecond))
 
 	if keep {
 		say("Stack is up. export KUBECONFIG=%s   Prometheus: %s", s.Cluster.Kubeconfig(), s.Prom.Address())
@@ -118,7 +119,7 @@ func run(ctx context.Context, keep bool, dir string) int {
 	wantBad := bad.Phase == sluicev1.CanaryPhaseFailed && bad.FinalWeight == 0 && bad.FailedChecks >= 5 &&
 		strings.HasSuffix(bad.PrimaryImage, ":6.7.1") && len(bad.FailedValues) > 0
 	say("Release 2: %s in %s after %d failed checks (%s); weight %d; primary still runs %s  [%s]", bad.Phase,
-		bad.Duration.Round(time.Second), bad.FailedChecks, strings.Join(firstN(bad.FailedValues, 3), ", "),
+		bad.Duration.Round(time.Second), bad.FailedChecks, firstN(bad.FailedValues, 3),
 		bad.FinalWeight, bad.PrimaryImage, verdict(wantBad))
 	ok = ok && wantBad
 
@@ -137,9 +138,10 @@ func verdict(ok bool) string {
 	return "UNEXPECTED"
 }
 
-func firstN(s []string, n int) []string {
+// firstN joins the first n values, with "…" when there were more.
+func firstN(s []string, n int) string {
 	if len(s) > n {
-		return s[:n]
+		return strings.Join(s[:n], ", ") + ", …"
 	}
-	return s
+	return strings.Join(s, ", ")
 }

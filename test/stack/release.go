@@ -77,8 +77,11 @@ func (s *Stack) RunRelease(ctx context.Context, r Release) (Outcome, error) {
 		if err := s.Client.Get(ctx, key, c); err != nil {
 			return out, fmt.Errorf("reading canary: %w", err)
 		}
-		tl.observe(c)
 		st := c.Status
+		newRun := st.LastAppliedSpec != before.Status.LastAppliedSpec
+		if newRun {
+			tl.observe(c) // the previous run's status is not part of this release's timeline
+		}
 		if st.CanaryWeight > 0 && (len(out.Weights) == 0 || out.Weights[len(out.Weights)-1] != st.CanaryWeight) &&
 			st.Phase == sluicev1.CanaryPhaseProgressing {
 			out.Weights = append(out.Weights, st.CanaryWeight)
@@ -91,7 +94,6 @@ func (s *Stack) RunRelease(ctx context.Context, r Release) (Outcome, error) {
 				}
 			}
 		}
-		newRun := st.LastAppliedSpec != before.Status.LastAppliedSpec
 		if newRun && (st.Phase == sluicev1.CanaryPhaseSucceeded || st.Phase == sluicev1.CanaryPhaseFailed) {
 			out.Phase, out.FinalWeight, out.FailedChecks = st.Phase, st.CanaryWeight, st.FailedChecks
 			out.Duration = time.Since(start)

@@ -432,15 +432,20 @@ func finalise(o Observed, d *Decision) {
 
 // restoreDriftedWeights puts the route back to the status weight when someone else changed it.
 func restoreDriftedWeights(o Observed, d *Decision) {
-	if !o.RouteKnown || d.Has(ActionSetWeights) || o.RouteWeight == d.Status.CanaryWeight {
+	if !o.RouteKnown || o.RouteWeight == o.Status.CanaryWeight {
 		return
 	}
-	switch d.Status.Phase {
+	switch o.Status.Phase {
 	case "", sluicev1.CanaryPhaseInitializing:
 		return // the route is not ours to correct before initialization routes it
 	}
-	d.setWeight(d.Status.CanaryWeight)
-	d.warning(EventWeightsDrift, fmt.Sprintf("Route had canary weight %d, restored to %d", o.RouteWeight, d.Status.CanaryWeight))
+	// Someone else changed the weights since our last write: say so, and put ours back (unless
+	// this tick writes new weights anyway).
+	if !d.Has(ActionSetWeights) {
+		d.setWeight(d.Status.CanaryWeight)
+	}
+	d.warning(EventWeightsDrift, fmt.Sprintf("Route had canary weight %d instead of %d (edited outside Sluice); set to %d",
+		o.RouteWeight, o.Status.CanaryWeight, d.Status.CanaryWeight))
 }
 
 func holdRequeue(o Observed) time.Duration {

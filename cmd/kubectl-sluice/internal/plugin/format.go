@@ -12,9 +12,15 @@ import (
 // defaultInterval is the analysis interval when the spec leaves it empty (the CRD's default).
 const defaultInterval = time.Minute
 
-// phaseText is the phase, or "-" before the controller set one.
+// phaseText is the phase; "Stalled" when the controller cannot make progress before it set one
+// (target missing, invalid spec); "-" before the controller looked at it.
 func phaseText(cn *sluicev1.Canary) string {
 	if cn.Status.Phase == "" {
+		for _, c := range cn.Status.Conditions {
+			if c.Type == sluicev1.ConditionStalled && c.Status == "True" {
+				return "Stalled"
+			}
+		}
 		return "-"
 	}
 	return string(cn.Status.Phase)

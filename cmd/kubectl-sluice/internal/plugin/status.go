@@ -54,7 +54,7 @@ func PrintStatus(w io.Writer, cn *sluicev1.Canary, now time.Time) error {
 	if st.LastTransitionTime != nil {
 		field("Last transition", "%s", when(st.LastTransitionTime.Time, now))
 	}
-	if next, ok := nextStep(cn); ok {
+	if next, ok := nextStep(cn); ok && !cn.Spec.Suspend {
 		field("Next step", "%s", when(next, now))
 	}
 	if st.LastAppliedSpec != "" || st.LastPromotedSpec != "" {
@@ -121,7 +121,8 @@ func stepText(a sluicev1.CanaryAnalysis) string {
 func requests(cn *sluicev1.Canary) string {
 	var out []string
 	for _, k := range []string{AnnotationPromote, AnnotationAbort, AnnotationRetry} {
-		if v, ok := cn.Annotations[k]; ok {
+		// Requests the controller already handled are history, not pending.
+		if v, ok := cn.Annotations[k]; ok && cn.Status.LastHandledRequests[k] != v {
 			out = append(out, k+"="+v)
 		}
 	}
