@@ -63,6 +63,11 @@ func Watch(ctx context.Context, c client.Client, w io.Writer, key types.Namespac
 			return endLine(w, o, last, fmt.Errorf("canary %s was deleted", key))
 		case apierrors.IsNotFound(err):
 			return fmt.Errorf("canary %q not found in namespace %q", key.Name, key.Namespace)
+		case err != nil && deadlineNear(ctx):
+			// client-go's rate limiter refuses a request that would outlive the deadline: that is
+			// the deadline, not a read failure.
+			<-ctx.Done()
+			return endLine(w, o, last, nil)
 		case err != nil:
 			return endLine(w, o, last, fmt.Errorf("reading canary %s: %w", key, err))
 		}
@@ -128,4 +133,10 @@ func Bar(weight, total int32, width int) string {
 	}
 	filled = min(max(filled, 0), width)
 	return "[" + strings.Repeat("#", filled) + strings.Repeat(".", width-filled) + "]"
+}
+
+// deadlineNear reports whether ctx ends within a second.
+func deadlineNear(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	return ok && time.Until(dl) < time.Second
 }
