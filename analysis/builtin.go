@@ -122,7 +122,12 @@ func builtinQuery(mesh sluicev1.Mesh, name string, w workload, window string) (s
 	if !ok {
 		return "", fmt.Errorf("%w: unknown mesh %q", ErrInvalidSpec, mesh)
 	}
-	sel := mm.selector(w)
+	return mm.builtin(name, mm.selector(w), window)
+}
+
+// builtin returns the PromQL of built-in metric name over the series matching sel (see
+// builtinQuery). errors: ErrInvalidSpec for an unknown metric name.
+func (mm meshMetrics) builtin(name, sel, window string) (string, error) {
 	switch name {
 	case sluicev1.MetricRequestSuccessRate:
 		// "or vector(0)": with only 5xx responses the numerator has no series at all; the rate is 0,

@@ -18,6 +18,7 @@ type plan struct {
 	primaryQuery string // primary value; only with compareToPrimary
 	countQuery   string // canary request count; only with minRequestCount
 	window       string // PromQL duration of the metric window
+	subject      string // who served the requests, in messages; "canary" when empty
 }
 
 // serverFor returns the server metric m queries and, for template metrics, the MetricTemplate:
@@ -119,7 +120,13 @@ func (e *Engine) evaluate(ctx context.Context, c *sluicev1.Canary, m *sluicev1.C
 		return withError(res, err)
 	}
 	res.Query = p.query
+	return e.judge(ctx, res, p, m, now)
+}
 
+// judge runs the queries of plan p for metric m at now and fills in res: the request-count gate,
+// the value against the threshold range, and the primary comparison when p has one. It never
+// fails: problems become Error verdicts.
+func (e *Engine) judge(ctx context.Context, res sluicev1.MetricResult, p plan, m *sluicev1.CanaryMetric, now time.Time) sluicev1.MetricResult {
 	if p.countQuery != "" {
 		v, err := e.query(ctx, p.srv, p.countQuery, now)
 		if err != nil {
@@ -135,8 +142,12 @@ func (e *Engine) evaluate(ctx context.Context, c *sluicev1.Canary, m *sluicev1.C
 		if minCount := *m.MinRequestCount; n < float64(minCount) {
 			res.Verdict = sluicev1.VerdictSkipped
 			res.Query = p.countQuery
-			res.Message = fmt.Sprintf("canary served %.0f requests in the last %s, fewer than minRequestCount %d",
-				n, p.window, minCount)
+			subject := p.subject
+			if subject == "" {
+				subject = "canary"
+			}
+			res.Message = fmt.Sprintf("%s served %.0f requests in the last %s, fewer than minRequestCount %d",
+				subject, n, p.window, minCount)
 			return res
 		}
 	}
@@ -147,7 +158,7 @@ func (e *Engine) evaluate(ctx context.Context, c *sluicev1.Canary, m *sluicev1.C
 	}
 	res.Value = FormatValue(value)
 	res.Verdict, res.Message = judgeThreshold(value, m.ThresholdRange)
-	if m.CompareToPrimary == nil {
+	if m.CompareToPrimary == nil || p.primaryQuery == "" {
 		return res
 	}
 

@@ -42,14 +42,16 @@ func TestSamplesAccepted(t *testing.T) {
 			if len(u.Object) == 0 {
 				continue
 			}
-			u.SetNamespace(ns)
+			if u.GetKind() != "ProxyUpgrade" { // cluster-scoped
+				u.SetNamespace(ns)
+			}
 			if err := env.Client.Create(context.Background(), u); err != nil {
 				t.Fatalf("%s: %s %s rejected: %v", filepath.Base(f), u.GetKind(), u.GetName(), err)
 			}
 			kinds[u.GetKind()] = true
 		}
 	}
-	for _, k := range []string{"Canary", "MetricTemplate", "AlertProvider"} {
+	for _, k := range []string{"Canary", "MetricTemplate", "AlertProvider", "ProxyUpgrade"} {
 		if !kinds[k] {
 			t.Errorf("config/samples has no %s", k)
 		}

@@ -41,6 +41,8 @@ type Options struct {
 	Services []Service
 	// PodReadyDelay makes rollouts visibly gradual (kwok's pod-ready delay).
 	PodReadyDelay time.Duration
+	// Injector, when set, runs the simulated Linkerd proxy injector (for proxy upgrades).
+	Injector *cluster.InjectorOptions
 	// Dir keeps the cluster's state (default a temporary folder removed by Stop).
 	Dir string
 	// Logf receives progress lines. Optional.
@@ -77,7 +79,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	}()
 
 	t0 := time.Now()
-	c, err := cluster.Start(ctx, cluster.Options{Dir: o.Dir, PodReadyDelay: o.PodReadyDelay, Logf: logf})
+	c, err := cluster.Start(ctx, cluster.Options{Dir: o.Dir, PodReadyDelay: o.PodReadyDelay, Injector: o.Injector, Logf: logf})
 	if err != nil {
 		return s, fmt.Errorf("starting the local cluster: %w", err)
 	}

@@ -1,0 +1,135 @@
+package proxyupgrade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"sluice.dev/sluice/analysis"
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/proxyupgrade/waves"
+	"sluice.dev/sluice/controllers/windows"
+)
+
+// stalledError is a problem only a change to the spec or the cluster fixes: it becomes a Stalled
+// condition and an event, and the ProxyUpgrade is looked at again after a while.
+type stalledError struct {
+	reason string
+	err    error
+}
+
+func (e *stalledError) Error() string { return e.err.Error() }
+func (e *stalledError) Unwrap() error { return e.err }
+
+func stalled(reason string, format string, args ...any) error {
+	return &stalledError{reason: reason, err: fmt.Errorf(format, args...)}
+}
+
+// stalledRetry is how soon a stalled ProxyUpgrade is looked at again (changes to it or to the
+// namespaces wake it up sooner).
+const stalledRetry = time.Minute
+
+// reconcileRun runs one tick and turns stalls into a condition.
+func (r *Reconciler) reconcileRun(ctx context.Context, pu *sluicev1.ProxyUpgrade, notifications *[]waves.Notification) (ctrl.Result, error) {
+	res, err := r.step(ctx, pu, notifications)
+	var st *stalledError
+	if errors.As(err, &st) {
+		if markStalled(pu, st.reason, st.err.Error()) {
+			r.record(ctx, pu, "Warning", st.reason, st.err.Error())
+		}
+		return ctrl.Result{RequeueAfter: stalledRetry}, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	clearStalled(pu)
+	pu.Status.ObservedGeneration = pu.Generation
+	return res, nil
+}
+
+// step observes, decides and acts: the checks that can stall the upgrade first, in order (spec,
+// canary namespaces), then the analysis when due, the decision, its actions, its events.
+func (r *Reconciler) step(ctx context.Context, pu *sluicev1.ProxyUpgrade, notifications *[]waves.Notification) (ctrl.Result, error) {
+	now := r.now()
+	if err := r.validate(pu); err != nil {
+		return ctrl.Result{}, err
+	}
+	fleet, err := r.observe(ctx, pu)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if pu.Status.Target != waves.Target(pu.Spec) {
+		if err := checkCanaries(pu, fleet); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	window, err := windows.Evaluate(pu.Spec.Windows, now)
+	if err != nil {
+		return ctrl.Result{}, stalled(sluicev1.ReasonInvalidSpec, "spec.%w", err)
+	}
+	o := waves.Observed{
+		Now: now, Spec: pu.Spec, Status: pu.Status, Namespaces: fleet.namespaces, Skipped: fleet.skipped,
+		Approved: pu.Annotations[sluicev1.AnnotationApproveFleet] == "true", Window: window, PollInterval: r.PollInterval,
+	}
+	if waves.AnalysisDue(o) {
+		if stale, err := r.isStale(ctx, pu); err != nil || stale {
+			return ctrl.Result{RequeueAfter: staleRetry}, err
+		}
+		check, err := r.analyze(ctx, pu, waves.BakingWave(&pu.Status), now)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		o.Check = check
+	}
+
+	d := waves.Decide(o)
+	if acts(d) && o.Check == nil {
+		if stale, err := r.isStale(ctx, pu); err != nil || stale {
+			return ctrl.Result{RequeueAfter: staleRetry}, err
+		}
+	}
+	execErr := r.execute(ctx, pu, &d)
+	d.Finish(now)
+	pu.Status = d.Status
+	for _, e := range d.Events {
+		r.record(ctx, pu, e.Type, e.Reason, e.Message)
+	}
+	setConditions(pu, d.Hold)
+	*notifications = d.Notifications
+	if execErr != nil {
+		return ctrl.Result{}, execErr
+	}
+	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
+}
+
+// acts reports whether d restarts or evicts.
+func acts(d waves.Decision) bool {
+	for _, a := range d.Actions {
+		if a.Type != waves.ActionPin {
+			return true
+		}
+	}
+	return false
+}
+
+// validate reports spec problems admission cannot catch (or objects written before a rule
+// existed): durations, the mesh block, the analysis.
+func (r *Reconciler) validate(pu *sluicev1.ProxyUpgrade) error {
+	spec := pu.Spec
+	if waves.Target(spec) == "" {
+		return stalled(sluicev1.ReasonInvalidSpec, "spec.mesh %q needs its block (spec.linkerd.proxyVersion or spec.istio.revision)", spec.Mesh)
+	}
+	if d, err := time.ParseDuration(spec.BakeTime); spec.BakeTime != "" && (err != nil || d < 0) {
+		return stalled(sluicev1.ReasonInvalidSpec, "spec.bakeTime %q is not a duration", spec.BakeTime)
+	}
+	if len(spec.Analysis.Metrics) == 0 {
+		return nil
+	}
+	if err := analysis.ValidateNamespaceAnalysis(r.analysisFor(pu, ""), r.ScrapeInterval); err != nil {
+		return stalled(sluicev1.ReasonInvalidSpec, "spec.analysis: %w", err)
+	}
+	return nil
+}
