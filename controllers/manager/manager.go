@@ -81,13 +81,14 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
 	c := mgr.GetClient()
+	notifier := notify.New(c, notify.Options{Timeout: 5 * time.Second})
 	gates := webhooks.NewRunner(webhooks.Options{})
 	if err := mgr.Add(gates); err != nil {
 		return nil, err
 	}
 	r := &canary.Reconciler{
 		Gates:     gates,
-		Notifier:  notify.New(c, notify.Options{Timeout: 5 * time.Second}),
+		Notifier:  notifier,
 		Client:    c,
 		APIReader: mgr.GetAPIReader(),
 		Scheme:    mgr.GetScheme(),
@@ -115,7 +116,8 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		Clock:     clock.RealClock{},
 		Analyzer: analysis.NewEngine(c, analysis.Options{DefaultAddress: o.MetricsServer,
 			ScrapeInterval: o.ScrapeInterval, QueryTimeout: o.QueryTimeout}),
-		Options: proxyupgrade.Options{ScrapeInterval: o.ScrapeInterval},
+		Notifier: proxyupgrade.AlertNotifier{Sender: notifier},
+		Options:  proxyupgrade.Options{ScrapeInterval: o.ScrapeInterval},
 	}
 	if err := pu.SetupWithManager(ctx, mgr, 2); err != nil {
 		return nil, fmt.Errorf("setting up the proxyupgrade controller: %w", err)
