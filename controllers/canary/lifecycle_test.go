@@ -1,9 +1,6 @@
 package canary
 
 import (
-	"flag"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,30 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/test/golden"
 )
-
-var updateGolden = flag.Bool("update", false, "rewrite golden files")
-
-func assertGolden(t *testing.T, name string, lines []string) {
-	t.Helper()
-	got := strings.Join(lines, "\n") + "\n"
-	path := filepath.Join("testdata", name+".golden")
-	if *updateGolden {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run go test -update to create it): %v", err)
-	}
-	if got != string(want) {
-		t.Fatalf("log differs from %s (check, then go test -update):\n--- got\n%s--- want\n%s", path, got, want)
-	}
-}
 
 // primaryMatchesTarget reports whether the primary runs the target's template (modulo the
 // -primary label values and config names).
@@ -102,7 +77,7 @@ func goldenSuccessfulRollout(t *testing.T, h *harness) {
 	if c.Status.LastPromotedSpec != c.Status.LastAppliedSpec || len(c.Status.Analysis) == 0 {
 		t.Fatalf("status after promotion: %+v", c.Status)
 	}
-	assertGolden(t, "envtest-successful-rollout", h.log)
+	golden.Assert(t, "envtest-successful-rollout", h.log)
 }
 
 func TestGoldenRollbackAfterFiveFailedChecks(t *testing.T) { bothProviders(t, goldenRollback) }
@@ -139,7 +114,7 @@ func goldenRollback(t *testing.T, h *harness) {
 	if h.analyzer.Calls() != before || h.last.Phase != sluicev1.CanaryPhaseFailed {
 		t.Fatal("a failed canary ran analysis again or changed phase without a new revision")
 	}
-	assertGolden(t, "envtest-rollback", h.log)
+	golden.Assert(t, "envtest-rollback", h.log)
 }
 
 func TestWeightPlansOnAPIServer(t *testing.T) {

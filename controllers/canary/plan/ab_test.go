@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/test/golden"
 )
 
 // abSpec is the seed's analysis as a Flagger A/B test: requests with x-canary: insider go to the
@@ -54,7 +55,7 @@ func TestGoldenABSuccessfulRun(t *testing.T) {
 	if w.abOn || w.routeWeight != 0 || w.canaryReplicas != 0 || w.primaryRevision != "rev-2" {
 		t.Errorf("after promotion: A/B routing %v, route %d, canary replicas %d, primary %s", w.abOn, w.routeWeight, w.canaryReplicas, w.primaryRevision)
 	}
-	assertGolden(t, "ab-successful-run", w.log)
+	golden.Assert(t, "ab-successful-run", w.log)
 }
 
 func TestGoldenABRollback(t *testing.T) {
@@ -73,7 +74,7 @@ func TestGoldenABRollback(t *testing.T) {
 			t.Fatalf("Failed A/B canary acted again: %+v", d)
 		}
 	}
-	assertGolden(t, "ab-rollback", w.log)
+	golden.Assert(t, "ab-rollback", w.log)
 }
 
 func TestGoldenABNewRevisionRestarts(t *testing.T) {
@@ -96,7 +97,7 @@ func TestGoldenABNewRevisionRestarts(t *testing.T) {
 	if w.primaryRevision != "rev-3" || w.status.Iterations != 5 {
 		t.Fatalf("primary runs %s after %d iterations, want rev-3 after 5", w.primaryRevision, w.status.Iterations)
 	}
-	assertGolden(t, "ab-new-revision-restarts", w.log)
+	golden.Assert(t, "ab-new-revision-restarts", w.log)
 }
 
 // Failed checks below the threshold are not iterations: 5 passing checks are still needed.

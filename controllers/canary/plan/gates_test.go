@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/test/golden"
 )
 
 func withHooks(types ...sluicev1.WebhookType) sluicev1.CanarySpec {
@@ -36,7 +37,7 @@ func TestGoldenPreRolloutFailsThenPasses(t *testing.T) {
 	if !slices.Equal(w.weightsSeen, []int32{0, 10, 20, 30, 40, 50}) {
 		t.Fatalf("weights %v", w.weightsSeen)
 	}
-	assertGolden(t, "pre-rollout-retried", w.log)
+	golden.Assert(t, "pre-rollout-retried", w.log)
 }
 
 func TestPreRolloutFailingRollsBackBeforeAnyTraffic(t *testing.T) {
@@ -66,7 +67,7 @@ func TestRefusingGateWhileAnalysisFailsRollsBack(t *testing.T) {
 	if w.status.FailedChecks != 5 || w.primaryRevision != "rev-1" || w.routeWeight != 0 {
 		t.Fatalf("failed %d primary %s route %d", w.status.FailedChecks, w.primaryRevision, w.routeWeight)
 	}
-	assertGolden(t, "gate-refusing-analysis-failing", w.log)
+	golden.Assert(t, "gate-refusing-analysis-failing", w.log)
 }
 
 func TestConfirmPromotionWaitsThenPromotes(t *testing.T) {

@@ -1,10 +1,7 @@
 package plan
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,9 +10,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/test/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // world is a simulated cluster for whole-rollout runs of Decide: Deployments become ready at once
 // (unless held), the route holds whatever weight was last set, and analysis answers by a function.
@@ -168,24 +164,6 @@ func (w *world) initialized(t *testing.T) {
 	w.runUntil(t, 5, sluicev1.CanaryPhaseInitialized)
 }
 
-func assertGolden(t *testing.T, name string, lines []string) {
-	t.Helper()
-	got := strings.Join(lines, "\n") + "\n"
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update to create): %v", err)
-	}
-	if got != string(want) {
-		t.Fatalf("log differs from %s (run with -update after checking):\n--- got\n%s--- want\n%s", path, got, want)
-	}
-}
-
 func seedSpec() sluicev1.CanarySpec {
 	return sluicev1.CanarySpec{
 		TargetRef: sluicev1.TargetReference{Kind: "Deployment", Name: "user-service"},
@@ -224,7 +202,7 @@ func TestGoldenSuccessfulRollout(t *testing.T) {
 	if w.routeWeight != 0 || w.canaryReplicas != 0 || w.primaryRevision != "rev-2" {
 		t.Errorf("after promotion: route %d, canary replicas %d, primary %s", w.routeWeight, w.canaryReplicas, w.primaryRevision)
 	}
-	assertGolden(t, "successful-rollout", w.log)
+	golden.Assert(t, "successful-rollout", w.log)
 }
 
 func TestGoldenRollbackAfterFailedChecks(t *testing.T) {
@@ -243,7 +221,7 @@ func TestGoldenRollbackAfterFailedChecks(t *testing.T) {
 			t.Fatalf("Failed canary acted again: %+v", d)
 		}
 	}
-	assertGolden(t, "rollback-failed-checks", w.log)
+	golden.Assert(t, "rollback-failed-checks", w.log)
 }
 
 func TestGoldenNewRevisionRestartsRun(t *testing.T) {
@@ -263,7 +241,7 @@ func TestGoldenNewRevisionRestartsRun(t *testing.T) {
 	if w.primaryRevision != "rev-3" {
 		t.Fatalf("primary runs %s, want rev-3", w.primaryRevision)
 	}
-	assertGolden(t, "new-revision-restarts", w.log)
+	golden.Assert(t, "new-revision-restarts", w.log)
 }
 
 func TestGoldenProgressDeadlineRollsBackOnce(t *testing.T) {
@@ -284,7 +262,7 @@ func TestGoldenProgressDeadlineRollsBackOnce(t *testing.T) {
 	if rollbacks != 1 {
 		t.Fatalf("%d rollbacks, want exactly 1\n%s", rollbacks, strings.Join(w.log, "\n"))
 	}
-	assertGolden(t, "progress-deadline", w.log)
+	golden.Assert(t, "progress-deadline", w.log)
 }
 
 func TestGoldenStepWeightPromotion(t *testing.T) {
@@ -295,7 +273,7 @@ func TestGoldenStepWeightPromotion(t *testing.T) {
 	w.initialized(t)
 	w.targetRevision = "rev-2"
 	w.runUntil(t, 50, sluicev1.CanaryPhaseSucceeded)
-	assertGolden(t, "step-weight-promotion", w.log)
+	golden.Assert(t, "step-weight-promotion", w.log)
 }
 
 func TestWeightPlans(t *testing.T) {

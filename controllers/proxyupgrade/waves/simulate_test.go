@@ -2,10 +2,7 @@ package waves
 
 import (
 	"errors"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -16,9 +13,8 @@ import (
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/windows"
+	"sluice.dev/sluice/test/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // world is a simulated cluster for whole-upgrade runs of Decide. Namespaces hold workloads whose
 // pods the simulated injector stamps with the namespace's pin (Linkerd: else the control plane's
@@ -381,24 +377,6 @@ var waveLetter = map[sluicev1.WavePhase]string{
 	sluicev1.WaveRollingBack: "r", sluicev1.WaveRolledBack: "X",
 }
 
-func assertGolden(t *testing.T, name string, lines []string) {
-	t.Helper()
-	got := strings.Join(lines, "\n") + "\n"
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update to create): %v", err)
-	}
-	if got != string(want) {
-		t.Fatalf("log differs from %s (run with -update after checking):\n--- got\n%s--- want\n%s", path, got, want)
-	}
-}
-
 // fleetSpec is the acceptance fleet: Linkerd edge-26.6.3 → edge-26.8.3, canary ns-1,
 // waves of 2, two workloads restarting at once, a 5m bake checked every minute.
 func fleetSpec() sluicev1.ProxyUpgradeSpec {
@@ -448,7 +426,7 @@ func TestGoldenLinkerdFleetSucceeds(t *testing.T) {
 			t.Fatalf("succeeded upgrade acted: %+v", d)
 		}
 	}
-	assertGolden(t, "linkerd-fleet-succeeds", w.log)
+	golden.Assert(t, "linkerd-fleet-succeeds", w.log)
 }
 
 func TestGoldenSecondWaveFailsAndRollsBack(t *testing.T) {
@@ -494,7 +472,7 @@ func TestGoldenSecondWaveFailsAndRollsBack(t *testing.T) {
 			t.Fatalf("failed upgrade acted: %+v", d)
 		}
 	}
-	assertGolden(t, "second-wave-fails", w.log)
+	golden.Assert(t, "second-wave-fails", w.log)
 }
 
 func TestGoldenWindowHoldsWaves(t *testing.T) {
@@ -530,7 +508,7 @@ func TestGoldenWindowHoldsWaves(t *testing.T) {
 			t.Errorf("wave %d started at %s, outside the window", i, wv.StartedAt.Time)
 		}
 	}
-	assertGolden(t, "window-holds-waves", w.log)
+	golden.Assert(t, "window-holds-waves", w.log)
 }
 
 func TestGoldenApprovalHoldsFleet(t *testing.T) {
@@ -552,7 +530,7 @@ func TestGoldenApprovalHoldsFleet(t *testing.T) {
 	w.log = append(w.log, "        (sluice.dev/approve-fleet=true)")
 	w.approved = true
 	w.runUntil(t, 100, sluicev1.ProxyUpgradeSucceeded)
-	assertGolden(t, "approval-holds-fleet", w.log)
+	golden.Assert(t, "approval-holds-fleet", w.log)
 }
 
 func TestGoldenIstioRelabelAndRollBack(t *testing.T) {
@@ -584,7 +562,7 @@ func TestGoldenIstioRelabelAndRollBack(t *testing.T) {
 		}
 	}
 	w.assertRestartedAtMostOnce(t)
-	assertGolden(t, "istio-relabel-and-rollback", w.log)
+	golden.Assert(t, "istio-relabel-and-rollback", w.log)
 }
 
 func TestGoldenLostStatusWriteRestartsNothingTwice(t *testing.T) {
@@ -602,7 +580,7 @@ func TestGoldenLostStatusWriteRestartsNothingTwice(t *testing.T) {
 			t.Errorf("%s runs %s", ns.name, v)
 		}
 	}
-	assertGolden(t, "lost-status-write", w.log)
+	golden.Assert(t, "lost-status-write", w.log)
 }
 
 func TestGoldenPodDisruptionBudgetBlocksEviction(t *testing.T) {
@@ -619,7 +597,7 @@ func TestGoldenPodDisruptionBudgetBlocksEviction(t *testing.T) {
 	}
 	w.runUntil(t, 200, sluicev1.ProxyUpgradeSucceeded)
 	w.assertRestartedAtMostOnce(t)
-	assertGolden(t, "pdb-blocks-eviction", w.log)
+	golden.Assert(t, "pdb-blocks-eviction", w.log)
 }
 
 func TestGoldenProgressDeadlineRollsBack(t *testing.T) {
@@ -641,7 +619,7 @@ func TestGoldenProgressDeadlineRollsBack(t *testing.T) {
 	if _, ok := w.firstTouched["ns-2"]; ok {
 		t.Error("ns-2 was touched")
 	}
-	assertGolden(t, "progress-deadline", w.log)
+	golden.Assert(t, "progress-deadline", w.log)
 }
 
 func TestRecordAndFinish(t *testing.T) {
