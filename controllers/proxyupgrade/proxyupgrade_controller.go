@@ -86,6 +86,9 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	pu := &sluicev1.ProxyUpgrade{}
 	if err := r.Get(ctx, req.NamespacedName, pu); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetMetrics(req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	base := pu.DeepCopy()
@@ -101,6 +104,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			retErr = errors.Join(retErr, err)
 		default:
 			r.notify(ctx, pu, notifications)
+			observeMetrics(pu)
 		}
 	}()
 
