@@ -10,6 +10,6 @@
 // in status (the wave plan, each wave's restart token and the restart records), so a restarted
 // controller continues where the last one stopped without restarting a workload twice.
 //
-// Notifications go through the Notifier interface (notify.go); its default does nothing until the
-// notify package's AlertProvider delivery is wired in.
+// Notifications go through the Notifier interface (notify.go): the manager wires AlertNotifier
+// (alerts.go), the AlertProvider delivery Canaries use; without one they are dropped.
 package proxyupgrade

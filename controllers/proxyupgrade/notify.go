@@ -15,8 +15,8 @@ type Notifier interface {
 	Notify(ctx context.Context, pu *sluicev1.ProxyUpgrade, n waves.Notification) error
 }
 
-// NopNotifier drops every notification. It is the default until the notify package's
-// AlertProvider delivery is wired in.
+// NopNotifier drops every notification: the default when Reconciler.Notifier is nil (the manager
+// wires AlertNotifier).
 type NopNotifier struct{}
 
 // Notify does nothing.
