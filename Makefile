@@ -61,10 +61,12 @@ demo: cluster-tools prometheus ## Run a good and a bad release end to end on a l
 	$(BIN)/demo
 
 .PHONY: demo-up
-demo-up: cluster-tools prometheus ## Bring the demo stack up and keep it running (Ctrl-C stops it).
-	go build -o $(BIN)/demo ./hack/demo
-	@# Ctrl-C is the normal way out: do not report it as a failure.
-	$(BIN)/demo -keep -dir $(CURDIR)/.cache/demo || [ $$? -eq 130 ]
+demo-up: cluster-tools prometheus ## Bring the demo stack up in the background and print its KUBECONFIG.
+	hack/demo-stack.sh up
+
+.PHONY: demo-down
+demo-down: ## Stop the stack demo-up started.
+	hack/demo-stack.sh down
 
 .PHONY: help
 help:

@@ -55,14 +55,17 @@ type CanaryStatus struct {
 
 	// CanaryWeight is the percentage of traffic on the canary (0–100).
 	// +optional
+	// +kubebuilder:default=0
 	CanaryWeight int32 `json:"canaryWeight"`
 
 	// FailedChecks of the current run.
 	// +optional
+	// +kubebuilder:default=0
 	FailedChecks int32 `json:"failedChecks"`
 
 	// Iterations of the current run (checks done).
 	// +optional
+	// +kubebuilder:default=0
 	Iterations int32 `json:"iterations"`
 
 	// LastAppliedSpec is the revision (hash of pod template and tracked configs) of the target the

@@ -10,8 +10,11 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/test/testenv"
 )
 
@@ -69,5 +72,26 @@ func TestCanaryTableColumns(t *testing.T) {
 	cells := table.Rows[0].Cells
 	if cells[0] != "user-service" || cells[1] != "Progressing" || cells[2] != float64(20) || cells[3] != float64(2) || cells[4] == "" {
 		t.Fatalf("row %v", cells)
+	}
+	// A Canary whose status never held a weight shows 0, not a blank: the CRD defaults it as soon
+	// as the controller writes any status.
+	fresh := seedCanary()
+	fresh.Namespace, fresh.Name = ns, "fresh"
+	if err := env.Client.Create(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	fresh.Status.Phase = "Initialized"
+	if err := env.Client.Status().Update(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	stored := &unstructured.Unstructured{}
+	stored.SetGroupVersionKind(sluicev1.GroupVersion.WithKind("Canary"))
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(fresh), stored); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"canaryWeight", "failedChecks", "iterations"} {
+		if v, found, _ := unstructured.NestedInt64(stored.Object, "status", f); !found || v != 0 {
+			t.Errorf("status.%s = %v (present %v), want a stored 0", f, v, found)
+		}
 	}
 }

@@ -94,7 +94,7 @@ func run(ctx context.Context, keep bool, dir string) int {
 
 	if keep {
 		say("Stack is up. export KUBECONFIG=%s   Prometheus: %s", s.Cluster.Kubeconfig(), s.Prom.Address())
-		say("Try: kubectl -n demo get canary,deploy,httproute; Ctrl-C stops everything")
+		say("Try: kubectl -n demo get canary,deploy,httproute (kubectl: bin/kubectl); stop with make demo-down, or Ctrl-C when run directly")
 		<-ctx.Done()
 		return 0
 	}
