@@ -175,7 +175,8 @@ func (r *Reconciler) scrapeInterval() time.Duration {
 // controllers of one workload would fight over its replicas, primary and route.
 func (r *Reconciler) targetConflict(ctx context.Context, canary *sluicev1.Canary) error {
 	list := &sluicev1.CanaryList{}
-	if err := r.List(ctx, list, client.InNamespace(canary.Namespace)); err != nil {
+	// Every tick: read the cache's objects without copying them (they are only read here).
+	if err := r.List(ctx, list, client.InNamespace(canary.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing canaries of deployment %s: %w", canary.Spec.TargetRef.Name, err)
 	}
 	for i := range list.Items {
