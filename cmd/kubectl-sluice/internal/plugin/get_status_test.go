@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"regexp"
 	"strings"
 	"testing"
@@ -94,4 +95,28 @@ func matchesLine(s, pattern string) bool {
 		}
 	}
 	return false
+}
+
+// TestGetListsProxyUpgrades: `get` follows the Canaries with the cluster's ProxyUpgrades.
+func TestGetListsProxyUpgrades(t *testing.T) {
+	testenv.Require(t, env)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	pu := &sluicev1.ProxyUpgrade{ObjectMeta: metav1.ObjectMeta{Name: "linkerd-" + ns},
+		Spec: sluicev1.ProxyUpgradeSpec{Mesh: sluicev1.MeshLinkerd, Linkerd: &sluicev1.LinkerdProxyUpgrade{ProxyVersion: "edge-26.8.3"}}}
+	if err := env.Client.Create(ctx, pu); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pu) })
+	pu.Status = sluicev1.ProxyUpgradeStatus{Phase: sluicev1.ProxyUpgradeProgressing, Target: "edge-26.8.3", CurrentWave: 1, Desired: 36, Current: 18}
+	if err := env.Client.Status().Update(ctx, pu); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, ns, "get")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "PROXYUPGRADE") || !regexp.MustCompile(`linkerd-`+ns+`\s+linkerd\s+edge-26\.8\.3\s+1\s+36\s+18\s+Progressing`).MatchString(out) {
+		t.Fatalf("get output lacks the ProxyUpgrade row:\n%s", out)
+	}
 }
