@@ -2,16 +2,11 @@ package v1alpha1_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
@@ -38,24 +33,8 @@ func TestCanaryTableColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	hc, err := rest.HTTPClientFor(env.Config)
+	table, err := env.Table(ctx, fmt.Sprintf("/apis/sluice.dev/v1alpha1/namespaces/%s/canaries", ns))
 	if err != nil {
-		t.Fatal(err)
-	}
-	url := fmt.Sprintf("%s/apis/sluice.dev/v1alpha1/namespaces/%s/canaries", strings.TrimSuffix(env.Config.Host, "/"), ns)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET table: %s: %s", resp.Status, body)
-	}
-	var table metav1.Table
-	if err := json.Unmarshal(body, &table); err != nil {
 		t.Fatal(err)
 	}
 	var names []string

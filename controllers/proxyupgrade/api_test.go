@@ -2,15 +2,11 @@ package proxyupgrade
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
@@ -156,24 +152,8 @@ func TestProxyUpgradeTableColumns(t *testing.T) {
 	if err := env.Client.Status().Update(ctx, pu); err != nil {
 		t.Fatal(err)
 	}
-	hc, err := rest.HTTPClientFor(env.Config)
+	table, err := env.Table(ctx, "/apis/sluice.dev/v1alpha1/proxyupgrades/table-columns")
 	if err != nil {
-		t.Fatal(err)
-	}
-	url := strings.TrimSuffix(env.Config.Host, "/") + "/apis/sluice.dev/v1alpha1/proxyupgrades/table-columns"
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET table: %s: %s", resp.Status, body)
-	}
-	var table metav1.Table
-	if err := json.Unmarshal(body, &table); err != nil {
 		t.Fatal(err)
 	}
 	var cols []string
