@@ -37,8 +37,9 @@ var notification = map[string]struct {
 	plan.EventPreRolloutFailed: {notify.EventPreRolloutFailed, sluicev1.SeverityError},
 }
 
-// outbox holds what a tick delivers once its status patch succeeded: the decision's events and the
-// notifications whose dedup keys that patch records. If the patch fails nothing is recorded or
+// outbox holds what a tick delivers once its status patch succeeded: the decision's events (also
+// sent to event and post-rollout webhooks) and the notifications whose dedup keys that patch
+// records. If the patch fails nothing is recorded or
 // sent, and the next tick decides again: one event and one message per transition.
 type outbox struct {
 	messages []notify.Message
@@ -81,12 +82,14 @@ func queueNotifications(c *sluicev1.Canary, events []plan.Event, out *outbox) {
 	}
 }
 
-// deliver records the outbox's Kubernetes events and sends its notifications; failures become
-// warning events (the condition comes from Notifier.Check on the next tick).
+// deliver records the outbox's Kubernetes events, fires the event and post-rollout webhooks for
+// them and sends its notifications; failures become warning events (the condition comes from
+// Notifier.Check on the next tick).
 func (r *Reconciler) deliver(ctx context.Context, c *sluicev1.Canary, out *outbox) {
 	for _, e := range out.events {
 		r.record(ctx, c, e.Type, e.Reason, e.Message)
 	}
+	r.fireHooks(c, out.events)
 	if r.Notifier == nil {
 		return
 	}

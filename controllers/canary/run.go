@@ -153,7 +153,6 @@ func (r *Reconciler) step(ctx context.Context, canary *sluicev1.Canary, out *out
 	setPhaseConditions(canary, o.Hold, d.Events)
 	observeMetrics(canary, d.Events)
 	queueNotifications(canary, d.Events, out)
-	r.fireHooks(canary, d.Events)
 	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
 }
 

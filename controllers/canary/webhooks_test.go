@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/webhooks"
 )
 
 // createApp creates a one-replica Deployment name in ns.
@@ -154,5 +155,51 @@ func TestSlowWebhooksNeverHoldAWorker(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("hanging hook's failed check has no timeout reason in status.analysis: %+v", hang.Status.Analysis)
+	}
+}
+
+// TestEventAndPostRolloutHooksFireOncePerTransition runs a rollout with an event webhook and a
+// post-rollout webhook: the event hook receives one call per transition, post-rollout one.
+func TestEventAndPostRolloutHooksFireOncePerTransition(t *testing.T) {
+	h := newHarness(t)
+	var mu sync.Mutex
+	calls := map[string]int{}
+	hooks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls[r.URL.Path]++
+		mu.Unlock()
+	}))
+	t.Cleanup(hooks.Close)
+	runner := webhooks.NewRunner(webhooks.Options{})
+	t.Cleanup(runner.Close)
+	h.r.Gates = runner
+	h.app(1, "1")
+	c := seedCanary(h.ns)
+	c.Spec.Analysis.Webhooks = []sluicev1.CanaryWebhook{
+		{Name: "events", Type: sluicev1.WebhookEvent, URL: hooks.URL + "/event"},
+		{Name: "after", Type: sluicev1.WebhookPostRollout, URL: hooks.URL + "/post"},
+	}
+	h.create(c)
+	h.runUntil(sluicev1.CanaryPhaseInitialized, 10)
+	h.setImage("2")
+	h.runUntil(sluicev1.CanaryPhaseSucceeded, 40)
+	// Event hooks receive the lifecycle transitions (the planner's events); PrimaryCreated is a
+	// bookkeeping event the controller records itself.
+	events := 0
+	for _, line := range h.log {
+		events += strings.Count(line, "  [") - strings.Count(line, "[PrimaryCreated]")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		ev, post := calls["/event"], calls["/post"]
+		mu.Unlock()
+		if ev == events && post == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("event hook called %d times for %d events, post-rollout %d times (want 1)", ev, events, post)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
