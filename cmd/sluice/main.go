@@ -28,6 +28,7 @@ type config struct {
 	metricsServer          string
 	scrapeInterval         time.Duration
 	queryTimeout           time.Duration
+	scale                  scaleFlags
 }
 
 func parseFlags(args []string) (config, zap.Options, error) {
@@ -44,6 +45,7 @@ func parseFlags(args []string) (config, zap.Options, error) {
 	fs.StringVar(&c.metricsServer, "metrics-server", "http://prometheus:9090", "Default Prometheus address for analysis.")
 	fs.DurationVar(&c.scrapeInterval, "prometheus-scrape-interval", 15*time.Second, "Prometheus scrape interval; metric windows must be at least twice it.")
 	fs.DurationVar(&c.queryTimeout, "query-timeout", 10*time.Second, "Timeout of one Prometheus query.")
+	c.scale.bind(fs)
 	opts := zap.Options{}
 	opts.BindFlags(fs)
 	err := fs.Parse(args)
@@ -74,6 +76,7 @@ func run(ctx context.Context, cfg config) error {
 		MaxConcurrentReconciles: cfg.maxConcurrent, MaxProgressing: cfg.maxProgressing,
 		MetricsServer: cfg.metricsServer, ScrapeInterval: cfg.scrapeInterval, QueryTimeout: cfg.queryTimeout,
 	}
+	cfg.scale.apply(&o)
 	for _, ns := range strings.Split(cfg.namespaces, ",") {
 		if ns = strings.TrimSpace(ns); ns != "" {
 			o.Namespaces = append(o.Namespaces, ns)
@@ -83,6 +86,7 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	ctrl.Log.Info("Starting manager", "leaderElection", cfg.leaderElect, "namespaces", o.Namespaces)
+	ctrl.Log.Info("Starting manager", "leaderElection", cfg.leaderElect, "namespaces", o.Namespaces,
+		"shard", o.Shard, "shardName", o.ShardName, "kubeAPIQPS", o.KubeAPIQPS, "kubeAPIBurst", o.KubeAPIBurst)
 	return mgr.Start(ctx)
 }

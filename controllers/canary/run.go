@@ -93,8 +93,9 @@ func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *
 		o.Hold = hold
 	}
 	gatesDue := len(plan.GatesDue(o)) > 0
-	if gatesDue || plan.AnalysisDue(o) {
-		// Gates and checks are side effects that must not run twice: act on a current Canary.
+	if gatesDue {
+		// Webhook gates call out: act on a current Canary. A check needs no read around the cache
+		// (economy.go): the status patch's optimistic lock discards a check decided on a stale copy.
 		if stale, err := tick.Kit().IsStale(ctx, canary); err != nil || stale {
 			return reconcilekit.StaleResult(), err
 		}
@@ -148,8 +149,9 @@ func (r *Reconciler) scrapeInterval() time.Duration {
 // controllers of one workload would fight over its replicas, primary and route.
 func (r *Reconciler) targetConflict(ctx context.Context, canary *sluicev1.Canary) error {
 	list := &sluicev1.CanaryList{}
-	// Every tick: read the cache's objects without copying them (they are only read here).
-	if err := r.List(ctx, list, client.InNamespace(canary.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+	// Every tick: only the Canaries of this target (index), read without copying them.
+	if err := r.List(ctx, list, client.InNamespace(canary.Namespace), client.MatchingFields{indexTarget: canary.Spec.TargetRef.Name},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing canaries of deployment %s: %w", canary.Spec.TargetRef.Name, err)
 	}
 	for i := range list.Items {

@@ -54,6 +54,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, max
 	}); err != nil {
 		return err
 	}
+	if err := registerEconomyIndexes(ctx, idx); err != nil {
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("canary").
 		For(&sluicev1.Canary{}, builder.WithPredicates(predicate.Or(

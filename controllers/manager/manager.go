@@ -51,18 +51,37 @@ type Options struct {
 	QueryTimeout time.Duration
 	// SkipNameValidation allows several managers in one process (tests).
 	SkipNameValidation bool
+	// KubeAPIQPS and KubeAPIBurst are the client-side budget shared by every request to the
+	// apiserver (0: DefaultKubeAPIQPS, DefaultKubeAPIBurst; a negative QPS: no client-side limit).
+	KubeAPIQPS   float32
+	KubeAPIBurst int
+	// Shard is a label selector on Canaries: this manager handles only the Canaries it matches
+	// (empty: every Canary). ShardName names the shard (required with Shard): its Lease is
+	// <LeaderElectionID>-<ShardName>, and its events and writes carry the name. See shard.go.
+	Shard, ShardName string
 }
 
 // New builds a manager with every Sluice controller registered.
 // errors: an invalid configuration, controller setup failures.
 func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	if err := validateShard(o); err != nil {
+		return nil, err
+	}
+	shard, err := shardSelector(o.Shard)
+	if err != nil {
+		return nil, err
+	}
+	leCfg := leaderElectionConfig(cfg)
+	cfg = apiConfig(cfg, o.KubeAPIQPS, o.KubeAPIBurst)
+	shardUserAgent(cfg, o)
 	opts := ctrl.Options{
 		Scheme:                  scheme.New(),
 		Metrics:                 metricsserver.Options{BindAddress: orDefault(o.MetricsAddr, ":8080")},
 		HealthProbeBindAddress:  orDefault(o.ProbeAddr, ":8081"),
 		LeaderElection:          o.LeaderElection,
-		LeaderElectionID:        orDefault(o.LeaderElectionID, "sluice.sluice.dev"),
+		LeaderElectionID:        leaseName(o),
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		LeaderElectionConfig:    leCfg,
 	}
 	if o.SkipNameValidation {
 		skip := true
@@ -76,9 +95,18 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 			opts.Cache.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
+	shardCache(&opts.Cache, shard)
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	recorder, stopEvents, err := eventRecorder(cfg, mgr.GetHTTPClient(), mgr.GetScheme(), "sluice", eventAnnotations(o))
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(stopOnDone(stopEvents)); err != nil {
+		stopEvents()
+		return nil, err
 	}
 	c := mgr.GetClient()
 	notifier := notify.New(c, notify.Options{Timeout: 5 * time.Second})
@@ -92,7 +120,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		Client:    c,
 		APIReader: mgr.GetAPIReader(),
 		Scheme:    mgr.GetScheme(),
-		Recorder:  mgr.GetEventRecorder("sluice"),
+		Recorder:  recorder,
 		Clock:     clock.RealClock{},
 		Analyzer: analysis.NewEngine(c, analysis.Options{DefaultAddress: o.MetricsServer,
 			ScrapeInterval: o.ScrapeInterval, QueryTimeout: o.QueryTimeout}),
@@ -112,7 +140,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	pu := &proxyupgrade.Reconciler{
 		Client:    c,
 		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("sluice"),
+		Recorder:  recorder,
 		Clock:     clock.RealClock{},
 		Analyzer: analysis.NewEngine(c, analysis.Options{DefaultAddress: o.MetricsServer,
 			ScrapeInterval: o.ScrapeInterval, QueryTimeout: o.QueryTimeout}),

@@ -417,9 +417,10 @@ func promote(o Observed, d *Decision) {
 		d.RequeueAfter = Interval(o.Spec)
 		return
 	}
-	d.setPhase(sluicev1.CanaryPhaseFinalising, o.Now)
-	d.RequeueAfter = time.Millisecond
-	d.normal(EventFinalising, "All traffic on the promoted primary; scaling the canary down")
+	// All traffic is on the promoted primary: scale the canary down and finish in this tick (the
+	// route write comes first, as in a rollback): one status patch and one event, not a Finalising
+	// step of their own. Finalising stays for runs that reached it before.
+	finalise(o, d)
 }
 
 // finalise scales the canary down and records the promotion.
@@ -427,7 +428,7 @@ func finalise(o Observed, d *Decision) {
 	d.do(ActionScaleCanaryDown)
 	d.Status.LastPromotedSpec = o.Status.LastAppliedSpec
 	d.setPhase(sluicev1.CanaryPhaseSucceeded, o.Now)
-	d.normal(EventSucceeded, fmt.Sprintf("Promotion of %s completed", o.Status.LastAppliedSpec))
+	d.normal(EventSucceeded, fmt.Sprintf("Promotion of %s completed: all traffic on the primary, canary scaled down", o.Status.LastAppliedSpec))
 }
 
 // restoreDriftedWeights puts the route back to the status weight when someone else changed it.

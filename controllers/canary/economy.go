@@ -1,0 +1,61 @@
+package canary
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/canary/plan"
+)
+
+// Request economy. A run of the seed's shape (5 steps, then promotion) costs, besides what the
+// actions themselves need (a route write per weight, scaling the canary up and down, promoting the
+// primary), one status patch per transition and one Kubernetes event per announced transition:
+//
+//   - a check reads the Canary from the cache only: the status patch carries the resourceVersion
+//     the tick started from, so a check decided on a stale copy is discarded whole with its patch
+//     (and decided again), never counted twice. Only webhook gates, which call out, read around
+//     the cache first (run.go);
+//   - weight steps are not posted as Kubernetes events unless Options.StepEvents: each is in the
+//     status (canaryWeight, iterations, the Ready condition's message), the log, the
+//     sluice_canary_weight metric and the event webhooks, and every transition a user acts on
+//     (new revision, promotion, success, each failed check, rollback, drift, gates) is an event;
+//   - counting runs in flight for --max-progressing and finding the Canaries of one target use
+//     cache indexes, so a tick's work does not grow with the number of Canaries.
+
+// indexRunning indexes Canaries with a run in flight under "true".
+const indexRunning = "status.running"
+
+func indexRunningValue(o client.Object) []string {
+	if runningPhases[o.(*sluicev1.Canary).Status.Phase] {
+		return []string{"true"}
+	}
+	return nil
+}
+
+// registerEconomyIndexes adds the indexes of this file to the manager's cache.
+func registerEconomyIndexes(ctx context.Context, idx client.FieldIndexer) error {
+	return idx.IndexField(ctx, &sluicev1.Canary{}, indexRunning, indexRunningValue)
+}
+
+// eventRecorder is the recorder of the tick's events: r.Recorder, without the weight steps unless
+// Options.StepEvents.
+func (r *Reconciler) eventRecorder() events.EventRecorder {
+	if r.Recorder == nil || r.StepEvents {
+		return r.Recorder
+	}
+	return withoutSteps{r.Recorder}
+}
+
+// withoutSteps drops the Normal WeightAdvanced events (already logged by the kit).
+type withoutSteps struct{ events.EventRecorder }
+
+func (w withoutSteps) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	if eventtype == "Normal" && reason == plan.EventAdvanced {
+		return
+	}
+	w.EventRecorder.Eventf(regarding, related, eventtype, reason, action, note, args...)
+}
