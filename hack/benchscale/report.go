@@ -88,8 +88,8 @@ type report struct {
 	releaseRequests             requests
 
 	eventsEmitted, eventsWritten, eventsRejected, eventsRetried float64
-	eventsStored                                               int
-	eventsByReason                                             map[string]int
+	eventsStored                                                int
+	eventsByReason                                              map[string]int
 
 	throttled, throttleSeconds, tooMany float64
 }
