@@ -2,7 +2,9 @@ package canary
 
 import (
 	"context"
+	"slices"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,4 +60,34 @@ func (w withoutSteps) Eventf(regarding, related runtime.Object, eventtype, reaso
 		return
 	}
 	w.EventRecorder.Eventf(regarding, related, eventtype, reason, action, note, args...)
+}
+
+// listIndexed lists the Canaries whose index holds value, in namespace ns ("" for all), through
+// the cache's index. A reader without the cache (tests on a direct client) gets the apiserver's
+// "field label not supported" instead: then it lists and filters by the same index function.
+func (r *Reconciler) listIndexed(ctx context.Context, list *sluicev1.CanaryList, ns, index, value string,
+	indexFunc func(client.Object) []string) error {
+	opts := []client.ListOption{client.MatchingFields{index: value}, client.UnsafeDisableDeepCopy}
+	if ns != "" {
+		opts = append(opts, client.InNamespace(ns))
+	}
+	err := r.List(ctx, list, opts...)
+	if !apierrors.IsBadRequest(err) {
+		return err
+	}
+	all := &sluicev1.CanaryList{}
+	if err := r.List(ctx, all, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	list.Items = list.Items[:0]
+	for i := range all.Items {
+		if slices.Contains(indexFunc(&all.Items[i]), value) {
+			list.Items = append(list.Items, all.Items[i])
+		}
+	}
+	return nil
+}
+
+func indexTargetValue(o client.Object) []string {
+	return []string{o.(*sluicev1.Canary).Spec.TargetRef.Name}
 }

@@ -112,7 +112,9 @@ func newHarnessFor(t *testing.T, provider sluicev1.Provider) *harness {
 		Routers: map[sluicev1.Provider]providers.Router{
 			sluicev1.ProviderGatewayAPI: gatewayapi.New(env.Client),
 			sluicev1.ProviderIstio:      istio.New(env.Client),
-		}}
+		},
+		// The timelines show every transition the planner announces, steps included.
+		Options: Options{StepEvents: true}}
 	return h
 }
 

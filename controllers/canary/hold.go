@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary/plan"
@@ -66,7 +65,7 @@ const admissionMemory = 30 * time.Second
 
 func (c *rolloutCap) running(ctx context.Context, r *Reconciler, self *sluicev1.Canary, now time.Time) (int, error) {
 	list := &sluicev1.CanaryList{}
-	if err := r.List(ctx, list, client.MatchingFields{indexRunning: "true"}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.listIndexed(ctx, list, "", indexRunning, "true", indexRunningValue); err != nil {
 		return 0, fmt.Errorf("listing canaries: %w", err)
 	}
 	c.mu.Lock()

@@ -150,8 +150,7 @@ func (r *Reconciler) scrapeInterval() time.Duration {
 func (r *Reconciler) targetConflict(ctx context.Context, canary *sluicev1.Canary) error {
 	list := &sluicev1.CanaryList{}
 	// Every tick: only the Canaries of this target (index), read without copying them.
-	if err := r.List(ctx, list, client.InNamespace(canary.Namespace), client.MatchingFields{indexTarget: canary.Spec.TargetRef.Name},
-		client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.listIndexed(ctx, list, canary.Namespace, indexTarget, canary.Spec.TargetRef.Name, indexTargetValue); err != nil {
 		return fmt.Errorf("listing canaries of deployment %s: %w", canary.Spec.TargetRef.Name, err)
 	}
 	for i := range list.Items {
