@@ -40,7 +40,7 @@ func parseFlags(args []string) (config, zap.Options, error) {
 	fs.StringVar(&c.leaderElectionID, "leader-election-id", "sluice.sluice.dev", "Name of the leader-election Lease.")
 	fs.StringVar(&c.leaderElectionNS, "leader-election-namespace", "", "Namespace of the Lease (default: the pod's namespace).")
 	fs.StringVar(&c.namespaces, "namespace", "", "Comma-separated namespaces to watch; empty watches all.")
-	fs.IntVar(&c.maxConcurrent, "max-concurrent-reconciles", 4, "Canaries reconciled in parallel.")
+	fs.IntVar(&c.maxConcurrent, "max-concurrent-reconciles", manager.DefaultWorkers, "Canaries reconciled in parallel.")
 	fs.IntVar(&c.maxProgressing, "max-progressing", 0, "Canaries allowed to run at once; others wait in Waiting. 0: no cap.")
 	fs.StringVar(&c.metricsServer, "metrics-server", "http://prometheus:9090", "Default Prometheus address for analysis.")
 	fs.DurationVar(&c.scrapeInterval, "prometheus-scrape-interval", 15*time.Second, "Prometheus scrape interval; metric windows must be at least twice it.")

@@ -39,7 +39,7 @@ type Options struct {
 	LeaderElectionID, LeaderElectionNamespace string
 	// Namespaces limits the watch; empty watches all.
 	Namespaces []string
-	// MaxConcurrentReconciles bounds the canary workers. Default 4.
+	// MaxConcurrentReconciles bounds the canary workers. Default DefaultWorkers.
 	MaxConcurrentReconciles int
 	// MaxProgressing caps simultaneous canary runs; 0 means no cap.
 	MaxProgressing int
@@ -132,7 +132,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}
 	workers := o.MaxConcurrentReconciles
 	if workers <= 0 {
-		workers = 4
+		workers = DefaultWorkers
 	}
 	if err := r.SetupWithManager(ctx, mgr, workers); err != nil {
 		return nil, fmt.Errorf("setting up the canary controller: %w", err)

@@ -13,7 +13,7 @@ import (
 // requests are request counts keyed "verb resource".
 type requests map[string]float64
 
-// leaseKeys are the leader election's requests: a constant ~0.5/s whatever N, reported apart.
+// isLease tells the leader election's requests (a constant ~0.5/s whatever N), reported apart.
 func isLease(key string) bool { return strings.HasSuffix(key, " leases") }
 
 // delta is the growth of sluice_kube_api_requests_total from a to b.
@@ -28,6 +28,14 @@ func delta(a, b metricsSnapshot) requests {
 	return out
 }
 
+func (r requests) total() float64 {
+	t := 0.0
+	for _, v := range r {
+		t += v
+	}
+	return t
+}
+
 // canaryTotal is every request but the leader election's.
 func (r requests) canaryTotal() float64 {
 	t := 0.0
@@ -39,7 +47,8 @@ func (r requests) canaryTotal() float64 {
 	return t
 }
 
-// line renders the counts divided by per, most frequent first, e.g. "patch canaries/status 8.0, …".
+// line renders the counts but the leader election's divided by per, most frequent first, e.g.
+// "patch canaries/status 8.0, …".
 func (r requests) line(per float64, format string) string {
 	keys := slices.SortedFunc(maps.Keys(r), func(a, b string) int {
 		if r[a] != r[b] {
@@ -52,7 +61,9 @@ func (r requests) line(per float64, format string) string {
 	})
 	var parts []string
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s "+format, k, r[k]/per))
+		if !isLease(k) {
+			parts = append(parts, fmt.Sprintf("%s "+format, k, r[k]/per))
+		}
 	}
 	if len(parts) == 0 {
 		return "none"
@@ -111,7 +122,8 @@ func (r *report) print(w io.Writer) {
 
 	row("time to all Initialized", "%s (%s)", secs(r.initSpan()), r.initRates())
 	idleS := r.idleWall.Seconds()
-	row("idle API requests/s (Canaries)", "%.3f (%s)", r.idleRequests.canaryTotal()/idleS, r.idleRequests.line(idleS, "%.3f/s"))
+	row("idle API requests/s", "%.3f (%s); leader election %.2f/s apart", r.idleRequests.canaryTotal()/idleS,
+		r.idleRequests.line(idleS, "%.3f/s"), (r.idleRequests.total()-r.idleRequests.canaryTotal())/idleS)
 	row("idle reconciles/s", "%.2f", r.idleReconciles/idleS)
 	row("idle CPU of the manager", "%.2f %% of a core", 100*r.idleCPU.Seconds()/idleS)
 	perCanary := float64(r.rssIdle-r.rssEmpty) / n

@@ -190,7 +190,7 @@ func progress(o Observed, d *Decision) {
 	}
 	s := &d.Status
 	s.LastProgressTime = stamp(o.Now)
-	s.LastStepTime = stamp(o.Now)
+	s.LastStepTime = stepStamp(o)
 	next, ok := NextWeight(Steps(o.Spec.Analysis), o.Status.CanaryWeight)
 	if !ok {
 		if g, held := gate(o, sluicev1.WebhookConfirmPromotion); held {
@@ -262,7 +262,7 @@ func checkPassed(o Observed, d *Decision) bool {
 	if !ab {
 		s.Iterations++
 	}
-	s.LastStepTime = stamp(o.Now)
+	s.LastStepTime = stepStamp(o)
 	s.Analysis = results
 	if check.Failed {
 		s.FailedChecks++
@@ -410,7 +410,7 @@ func promote(o Observed, d *Decision) {
 	}
 	w := PromotionWeight(o.Spec.Analysis, o.Status.CanaryWeight)
 	d.setWeight(w)
-	d.Status.LastStepTime = stamp(o.Now)
+	d.Status.LastStepTime = stepStamp(o)
 	d.Status.LastProgressTime = stamp(o.Now)
 	if w > 0 {
 		d.normal(EventAdvanced, fmt.Sprintf("Promotion: canary weight down to %d", w))
