@@ -28,10 +28,6 @@ const (
 // cadence on two cores (make bench-scale).
 const DefaultWorkers = 16
 
-// throttleThreshold is the wait on the client-side limiter that counts as throttling: a token
-// bucket with tokens left returns at once.
-const throttleThreshold = time.Millisecond
-
 // API client metrics on the manager's /metrics.
 var (
 	apiRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -40,7 +36,7 @@ var (
 	}, []string{"verb", "resource", "code"})
 	apiThrottled = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "sluice_kube_api_throttled_requests_total",
-		Help: "Requests that waited for the client-side rate limiter (--kube-api-qps, --kube-api-burst) for more than 1ms.",
+		Help: "Requests that found the client-side rate limiter (--kube-api-qps, --kube-api-burst) empty and waited for a token.",
 	})
 	apiThrottleSeconds = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "sluice_kube_api_throttle_seconds_total",
@@ -86,27 +82,29 @@ func leaderElectionConfig(cfg *rest.Config) *rest.Config {
 	return c
 }
 
-// measuredLimiter measures how long requests wait for a token.
+// measuredLimiter counts the requests that found no token left (they wait for one) and how long
+// they waited.
 type measuredLimiter struct{ flowcontrol.RateLimiter }
 
 func (l measuredLimiter) Wait(ctx context.Context) error {
+	if l.TryAccept() {
+		return nil
+	}
+	apiThrottled.Inc()
 	start := time.Now()
 	err := l.RateLimiter.Wait(ctx)
-	observeThrottle(time.Since(start))
+	apiThrottleSeconds.Add(time.Since(start).Seconds())
 	return err
 }
 
 func (l measuredLimiter) Accept() {
+	if l.TryAccept() {
+		return
+	}
+	apiThrottled.Inc()
 	start := time.Now()
 	l.RateLimiter.Accept()
-	observeThrottle(time.Since(start))
-}
-
-func observeThrottle(waited time.Duration) {
-	if waited > throttleThreshold {
-		apiThrottled.Inc()
-		apiThrottleSeconds.Add(waited.Seconds())
-	}
+	apiThrottleSeconds.Add(time.Since(start).Seconds())
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)

@@ -28,6 +28,8 @@ type tracker struct {
 	base        map[client.ObjectKey]string // lastPromotedSpec when the release started
 	done        map[client.ObjectKey]time.Time
 	failed      map[client.ObjectKey]bool
+	// progressing and promoting: when the run of the new revision was first seen in that phase.
+	progressing, promoting map[client.ObjectKey]time.Time
 }
 
 // startTracker starts the informers and waits for them to sync. errors: a cache that cannot start.
@@ -39,7 +41,8 @@ func startTracker(ctx context.Context, cfg *rest.Config) (*tracker, error) {
 		return nil, err
 	}
 	t := &tracker{cache: c, initialized: map[client.ObjectKey]time.Time{}, base: map[client.ObjectKey]string{},
-		done: map[client.ObjectKey]time.Time{}, failed: map[client.ObjectKey]bool{}}
+		done: map[client.ObjectKey]time.Time{}, failed: map[client.ObjectKey]bool{},
+		progressing: map[client.ObjectKey]time.Time{}, promoting: map[client.ObjectKey]time.Time{}}
 	inf, err := c.GetInformer(ctx, &sluicev1.Canary{})
 	if err != nil {
 		return nil, err
@@ -77,6 +80,14 @@ func (t *tracker) observe(c *sluicev1.Canary, now time.Time) {
 		return
 	}
 	switch st.Phase {
+	case sluicev1.CanaryPhaseProgressing:
+		if _, seen := t.progressing[key]; !seen {
+			t.progressing[key] = now
+		}
+	case sluicev1.CanaryPhasePromoting:
+		if _, seen := t.promoting[key]; !seen {
+			t.promoting[key] = now
+		}
 	case sluicev1.CanaryPhaseSucceeded:
 		t.done[key] = now
 	case sluicev1.CanaryPhaseFailed:
@@ -156,4 +167,11 @@ func (t *tracker) targetsReady(ctx context.Context) int {
 		}
 	}
 	return n
+}
+
+// phaseTimes returns when a's run was first seen Progressing and Promoting (zero when not seen).
+func (t *tracker) phaseTimes(a app) (progressing, promoting time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.progressing[a.key()], t.promoting[a.key()]
 }

@@ -48,8 +48,16 @@ func release(ctx context.Context, c config, k client.Client, tr *tracker, m *man
 	}
 	r.releaseWall = time.Since(start)
 	for _, a := range as {
-		if end, ok := tr.endTime(a); ok {
-			r.runs = append(r.runs, end.Sub(changed[a.key()]))
+		end, ok := tr.endTime(a)
+		if !ok {
+			continue
+		}
+		at := changed[a.key()]
+		r.runs = append(r.runs, end.Sub(at))
+		if progressing, promoting := tr.phaseTimes(a); !progressing.IsZero() && !promoting.IsZero() {
+			r.toProgressing = append(r.toProgressing, progressing.Sub(at))
+			r.steps = append(r.steps, promoting.Sub(progressing))
+			r.promotions = append(r.promotions, end.Sub(promoting))
 		}
 	}
 	_, r.runsFailed = tr.ended()
@@ -67,6 +75,8 @@ func release(ctx context.Context, c config, k client.Client, tr *tracker, m *man
 		return err
 	}
 	r.releaseRequests = delta(before, after)
+	r.releaseFailures = failures(before, after)
+	r.releaseThrottled = throttledBetween(before, after)
 	r.eventsEmitted = after.sum("sluice_events_emitted_total") - before.sum("sluice_events_emitted_total")
 	r.eventsWritten = after.sum("sluice_events_written_total") - before.sum("sluice_events_written_total")
 	r.eventsRejected = after.sum("sluice_events_rejected_total") - before.sum("sluice_events_rejected_total")

@@ -10,6 +10,23 @@ import (
 	"time"
 )
 
+// failures is the growth of the refused requests (HTTP code 400 and above) from a to b, keyed
+// "verb resource code".
+func failures(a, b metricsSnapshot) requests {
+	before := a.byLabels("sluice_kube_api_requests_total", "verb", "resource", "code")
+	out := requests{}
+	for k, v := range b.byLabels("sluice_kube_api_requests_total", "verb", "resource", "code") {
+		fields := strings.Fields(k)
+		if code := fields[len(fields)-1]; code < "400" && code != "error" {
+			continue
+		}
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
 // requests are request counts keyed "verb resource".
 type requests map[string]float64
 
@@ -91,18 +108,22 @@ type report struct {
 	idleRequests   requests
 	idleReconciles float64
 
-	releasePatched, releaseWall time.Duration
-	releaseCPU                  time.Duration
-	releaseErr                  error
-	runs                        []time.Duration
-	runsFailed                  int
-	releaseRequests             requests
+	releasePatched, releaseWall   time.Duration
+	releaseCPU                    time.Duration
+	releaseErr                    error
+	runs                          []time.Duration
+	toProgressing, steps          []time.Duration // target change → Progressing → Promoting
+	promotions                    []time.Duration // Promoting → Succeeded
+	initFailures, releaseFailures requests
+	runsFailed                    int
+	releaseRequests               requests
 
 	eventsEmitted, eventsWritten, eventsRejected, eventsRetried float64
 	eventsStored                                                int
 	eventsByReason                                              map[string]int
 
 	throttled, throttleSeconds, tooMany float64
+	initThrottled, releaseThrottled     float64
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
@@ -136,13 +157,20 @@ func (r *report) print(w io.Writer) {
 		row("release of all N at once", "median %s, p95 %s, max %s = %.2f× / %.2f× / %.2f× of interval × steps (%s); %d/%d runs ended, %d failed; all targets changed in %s",
 			secs(med), secs(p95), secs(mx), med.Seconds()/limit.Seconds(), p95.Seconds()/limit.Seconds(), mx.Seconds()/limit.Seconds(),
 			limit, len(r.runs), r.cfg.n, r.runsFailed, secs(r.releasePatched))
+		med1, _, _ := quantiles(r.toProgressing)
+		med2, _, _ := quantiles(r.steps)
+		med3, _, _ := quantiles(r.promotions)
+		row("where a run's time goes (medians)", "target change → Progressing %s; Progressing → Promoting (%d steps and checks) %s; Promoting → Succeeded %s",
+			secs(med1), steps, secs(med2), secs(med3))
 		row("API requests per rollout", "%.1f (%s)", r.releaseRequests.canaryTotal()/n, r.releaseRequests.line(n, "%.1f"))
 		row("events per rollout", "emitted %.1f, written %.1f, found in the apiserver %.1f (%s); rejected %.0f, retried %.0f",
 			r.eventsEmitted/n, r.eventsWritten/n, float64(r.eventsStored)/n, reasons(r.eventsByReason, n), r.eventsRejected, r.eventsRetried)
 		row("manager CPU during the release", "%.2f cores (%s)", r.releaseCPU.Seconds()/r.releaseWall.Seconds(), secs(r.releaseWall))
 	}
-	row("client-side throttling", "%.0f requests waited (%.1f s in total); %.0f answered 429 by the apiserver", r.throttled, r.throttleSeconds, r.tooMany)
+	row("client-side throttling", "%.0f requests waited for a token (%.0f while initializing, %.0f during the release; %.1f s in total); %.0f answered 429 by the apiserver",
+		r.throttled, r.initThrottled, r.releaseThrottled, r.throttleSeconds, r.tooMany)
 	fmt.Fprintf(w, "\ninitialization requests per Canary: %.1f (%s)\n", r.initRequests.canaryTotal()/n, r.initRequests.line(n, "%.2f"))
+	fmt.Fprintf(w, "refused requests: initialization %s; release %s\n", r.initFailures.line(1, "%.0f"), r.releaseFailures.line(1, "%.0f"))
 	if r.releaseErr != nil {
 		fmt.Fprintf(w, "release: %v\n", r.releaseErr)
 	}

@@ -164,6 +164,8 @@ func initialize(ctx context.Context, c config, k client.Client, tr *tracker, m *
 		return err
 	}
 	r.initRequests = delta(before, after)
+	r.initFailures = failures(before, after)
+	r.initThrottled = throttledBetween(before, after)
 	r.settled = settled
 	return nil
 }
@@ -279,4 +281,9 @@ func (s *sampler) resetPeak() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.maxSeen = procStats{}
+}
+
+// throttledBetween is the growth of the client-side throttling counter from a to b.
+func throttledBetween(a, b metricsSnapshot) float64 {
+	return b.sum("sluice_kube_api_throttled_requests_total") - a.sum("sluice_kube_api_throttled_requests_total")
 }
