@@ -55,8 +55,11 @@ func TestTrimmedPodsAnswerTheMeshLikeWholeOnes(t *testing.T) {
 		"not running":    func(p *corev1.Pod) { p.Status.Phase, p.DeletionTimestamp = corev1.PodSucceeded, nil },
 		"unready":        func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionFalse },
 		"no annotations": func(p *corev1.Pod) { p.Annotations = nil },
-		"opted out":      func(p *corev1.Pod) { p.Annotations["linkerd.io/inject"] = "disabled"; p.Labels["sidecar.istio.io/inject"] = "false" },
-		"plain init":     func(p *corev1.Pod) { p.Spec.InitContainers[0].RestartPolicy = nil },
+		"opted out": func(p *corev1.Pod) {
+			p.Annotations["linkerd.io/inject"] = "disabled"
+			p.Labels["sidecar.istio.io/inject"] = "false"
+		},
+		"plain init": func(p *corev1.Pod) { p.Spec.InitContainers[0].RestartPolicy = nil },
 	}
 	for name, mutate := range variants {
 		whole := fullPod()
