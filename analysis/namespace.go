@@ -27,7 +27,7 @@ import (
 // {{ .variables.KEY }}; {{ .target }} and {{ .service }} are empty. compareToPrimary does not apply
 // (a namespace has no primary).
 type NamespaceAnalysis struct {
-	// Name of the object the analysis runs for (a ProxyUpgrade), {{ .name }} in templates.
+	// Name of the object the analysis runs for (a DataPlane), {{ .name }} in templates.
 	Name string
 	// Namespace analysed.
 	Namespace string

@@ -18,7 +18,7 @@ import (
 	"sluice.dev/sluice/analysis"
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary"
-	"sluice.dev/sluice/controllers/proxyupgrade"
+	"sluice.dev/sluice/controllers/dataplane"
 	"sluice.dev/sluice/controllers/scheme"
 	"sluice.dev/sluice/notify"
 	"sluice.dev/sluice/providers"
@@ -109,18 +109,18 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if err := r.SetupWithManager(ctx, mgr, workers); err != nil {
 		return nil, fmt.Errorf("setting up the canary controller: %w", err)
 	}
-	pu := &proxyupgrade.Reconciler{
+	dp := &dataplane.Reconciler{
 		Client:    c,
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("sluice"),
 		Clock:     clock.RealClock{},
 		Analyzer: analysis.NewEngine(c, analysis.Options{DefaultAddress: o.MetricsServer,
 			ScrapeInterval: o.ScrapeInterval, QueryTimeout: o.QueryTimeout}),
-		Notifier: proxyupgrade.AlertNotifier{Sender: notifier},
-		Options:  proxyupgrade.Options{ScrapeInterval: o.ScrapeInterval},
+		Notifier: dataplane.AlertNotifier{Sender: notifier},
+		Options:  dataplane.Options{ScrapeInterval: o.ScrapeInterval},
 	}
-	if err := pu.SetupWithManager(ctx, mgr, 2); err != nil {
-		return nil, fmt.Errorf("setting up the proxyupgrade controller: %w", err)
+	if err := dp.SetupWithManager(ctx, mgr, 2); err != nil {
+		return nil, fmt.Errorf("setting up the dataplane controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err

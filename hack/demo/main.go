@@ -128,7 +128,7 @@ func run(ctx context.Context, keep bool, dir string) int {
 		bad.FinalWeight, bad.PrimaryImage, verdict(wantBad))
 	ok = ok && wantBad
 
-	wantUpgrade, err := proxyUpgrade(ctx, s)
+	wantUpgrade, err := dataPlane(ctx, s)
 	if err != nil {
 		say("Proxy upgrade FAILED: %v", err)
 		return 1
@@ -149,10 +149,10 @@ const (
 	proxyTo   = "edge-26.8.3"
 )
 
-// proxyUpgrade moves four meshed namespaces (a Deployment, an OnDelete StatefulSet and a DaemonSet
-// each) from proxyFrom to proxyTo with a ProxyUpgrade: canary namespace mesh-1 first, then waves
+// dataPlane moves four meshed namespaces (a Deployment, an OnDelete StatefulSet and a DaemonSet
+// each) from proxyFrom to proxyTo with a DataPlane: canary namespace mesh-1 first, then waves
 // of two. It reports whether every pod ended on proxyTo with mesh-1 done before any other started.
-func proxyUpgrade(ctx context.Context, s *stack.Stack) (bool, error) {
+func dataPlane(ctx context.Context, s *stack.Stack) (bool, error) {
 	namespaces := []string{"mesh-1", "mesh-2", "mesh-3", "mesh-4"}
 	say("Proxy upgrade: %d meshed namespaces (Deployment, OnDelete StatefulSet, DaemonSet each) on Linkerd %s", len(namespaces), proxyFrom)
 	for _, ns := range namespaces {
@@ -166,23 +166,23 @@ func proxyUpgrade(ctx context.Context, s *stack.Stack) (bool, error) {
 	}
 	say("Linkerd's control plane moves to %s (the injector now injects it); the data plane still runs %s", proxyTo, proxyFrom)
 	s.Cluster.Injector().SetVersion(proxyTo)
-	pu := &sluicev1.ProxyUpgrade{
+	dp := &sluicev1.DataPlane{
 		ObjectMeta: metav1.ObjectMeta{Name: "linkerd-" + proxyTo},
-		Spec: sluicev1.ProxyUpgradeSpec{
+		Spec: sluicev1.DataPlaneSpec{
 			Mesh:              sluicev1.MeshLinkerd,
-			Linkerd:           &sluicev1.LinkerdProxyUpgrade{ProxyVersion: proxyTo},
+			Linkerd:           &sluicev1.LinkerdDataPlane{ProxyVersion: proxyTo},
 			NamespaceSelector: &sluicev1.NamespaceSelector{MatchLabels: map[string]string{"fleet": "demo"}},
 			CanaryNamespaces:  []string{"mesh-1"},
-			Waves:             sluicev1.ProxyUpgradeWaves{MaxNamespaces: ptr.To[int32](2)},
+			Waves:             sluicev1.DataPlaneWaves{MaxNamespaces: ptr.To[int32](2)},
 			BakeTime:          "5s",
 			MaxUnavailable:    ptr.To[int32](3),
 		},
 	}
-	if err := s.Client.Create(ctx, pu); err != nil {
+	if err := s.Client.Create(ctx, dp); err != nil {
 		return false, err
 	}
-	say("Applied ProxyUpgrade %s: canary namespace mesh-1, then waves of 2, bake 5s", pu.Name)
-	done, err := s.FollowProxyUpgrade(ctx, pu.Name, 4*time.Minute, os.Stdout)
+	say("Applied DataPlane %s: canary namespace mesh-1, then waves of 2, bake 5s", dp.Name)
+	done, err := s.FollowDataPlane(ctx, dp.Name, 4*time.Minute, os.Stdout)
 	if err != nil {
 		return false, err
 	}
@@ -197,7 +197,7 @@ func proxyUpgrade(ctx context.Context, s *stack.Stack) (bool, error) {
 	canaryFirst := len(done.Status.Waves) > 1 && slices.Equal(done.Status.Waves[0].Namespaces, []string{"mesh-1"}) &&
 		done.Status.Waves[0].CompletedAt != nil && done.Status.Waves[1].StartedAt != nil &&
 		!done.Status.Waves[1].StartedAt.Before(done.Status.Waves[0].CompletedAt)
-	want := done.Status.Phase == sluicev1.ProxyUpgradeSucceeded && allNew && canaryFirst &&
+	want := done.Status.Phase == sluicev1.DataPlaneUpToDate && allNew && canaryFirst &&
 		done.Status.Desired == done.Status.Current
 	say("Proxy upgrade: %s; DESIRED %d CURRENT %d; pods by version %v; mesh-1 baked before the fleet: %v  [%s]",
 		done.Status.Phase, done.Status.Desired, done.Status.Current, versions, canaryFirst, verdict(want))

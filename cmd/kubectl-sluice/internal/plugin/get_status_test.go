@@ -97,19 +97,19 @@ func matchesLine(s, pattern string) bool {
 	return false
 }
 
-// TestGetListsProxyUpgrades: `get` follows the Canaries with the cluster's ProxyUpgrades.
-func TestGetListsProxyUpgrades(t *testing.T) {
+// TestGetListsDataPlanes: `get` follows the Canaries with the cluster's DataPlanes.
+func TestGetListsDataPlanes(t *testing.T) {
 	testenv.Require(t, env)
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	pu := &sluicev1.ProxyUpgrade{ObjectMeta: metav1.ObjectMeta{Name: "linkerd-" + ns},
-		Spec: sluicev1.ProxyUpgradeSpec{Mesh: sluicev1.MeshLinkerd, Linkerd: &sluicev1.LinkerdProxyUpgrade{ProxyVersion: "edge-26.8.3"}}}
-	if err := env.Client.Create(ctx, pu); err != nil {
+	dp := &sluicev1.DataPlane{ObjectMeta: metav1.ObjectMeta{Name: "linkerd-" + ns},
+		Spec: sluicev1.DataPlaneSpec{Mesh: sluicev1.MeshLinkerd, Linkerd: &sluicev1.LinkerdDataPlane{ProxyVersion: "edge-26.8.3"}}}
+	if err := env.Client.Create(ctx, dp); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pu) })
-	pu.Status = sluicev1.ProxyUpgradeStatus{Phase: sluicev1.ProxyUpgradeProgressing, Target: "edge-26.8.3", CurrentWave: 1, Desired: 36, Current: 18}
-	if err := env.Client.Status().Update(ctx, pu); err != nil {
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), dp) })
+	dp.Status = sluicev1.DataPlaneStatus{Phase: sluicev1.DataPlaneProgressing, Target: "edge-26.8.3", CurrentWave: 1, Desired: 36, Current: 18}
+	if err := env.Client.Status().Update(ctx, dp); err != nil {
 		t.Fatal(err)
 	}
 	out, err := run(t, ns, "get")
@@ -117,6 +117,6 @@ func TestGetListsProxyUpgrades(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out, "PROXYUPGRADE") || !regexp.MustCompile(`linkerd-`+ns+`\s+linkerd\s+edge-26\.8\.3\s+1\s+36\s+18\s+Progressing`).MatchString(out) {
-		t.Fatalf("get output lacks the ProxyUpgrade row:\n%s", out)
+		t.Fatalf("get output lacks the DataPlane row:\n%s", out)
 	}
 }

@@ -1,0 +1,135 @@
+package dataplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"sluice.dev/sluice/analysis"
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/dataplane/waves"
+	"sluice.dev/sluice/controllers/windows"
+)
+
+// stalledError is a problem only a change to the spec or the cluster fixes: it becomes a Stalled
+// condition and an event, and the DataPlane is looked at again after a while.
+type stalledError struct {
+	reason string
+	err    error
+}
+
+func (e *stalledError) Error() string { return e.err.Error() }
+func (e *stalledError) Unwrap() error { return e.err }
+
+func stalled(reason string, format string, args ...any) error {
+	return &stalledError{reason: reason, err: fmt.Errorf(format, args...)}
+}
+
+// stalledRetry is how soon a stalled DataPlane is looked at again (changes to it or to the
+// namespaces wake it up sooner).
+const stalledRetry = time.Minute
+
+// reconcileRun runs one tick and turns stalls into a condition.
+func (r *Reconciler) reconcileRun(ctx context.Context, dp *sluicev1.DataPlane, notifications *[]waves.Notification) (ctrl.Result, error) {
+	res, err := r.step(ctx, dp, notifications)
+	var st *stalledError
+	if errors.As(err, &st) {
+		if markStalled(dp, st.reason, st.err.Error()) {
+			r.record(ctx, dp, "Warning", st.reason, st.err.Error())
+		}
+		return ctrl.Result{RequeueAfter: stalledRetry}, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	clearStalled(dp)
+	dp.Status.ObservedGeneration = dp.Generation
+	return res, nil
+}
+
+// step observes, decides and acts: the checks that can stall the upgrade first, in order (spec,
+// canary namespaces), then the analysis when due, the decision, its actions, its events.
+func (r *Reconciler) step(ctx context.Context, dp *sluicev1.DataPlane, notifications *[]waves.Notification) (ctrl.Result, error) {
+	now := r.now()
+	if err := r.validate(dp); err != nil {
+		return ctrl.Result{}, err
+	}
+	fleet, err := r.observe(ctx, dp)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if dp.Status.Target != waves.Target(dp.Spec) {
+		if err := checkCanaries(dp, fleet); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	window, err := windows.Evaluate(dp.Spec.Windows, now)
+	if err != nil {
+		return ctrl.Result{}, stalled(sluicev1.ReasonInvalidSpec, "spec.%w", err)
+	}
+	o := waves.Observed{
+		Now: now, Spec: dp.Spec, Status: dp.Status, Namespaces: fleet.namespaces, Skipped: fleet.skipped,
+		Approved: dp.Annotations[sluicev1.AnnotationApproveFleet] == "true", Window: window, PollInterval: r.PollInterval,
+	}
+	if waves.AnalysisDue(o) {
+		if stale, err := r.isStale(ctx, dp); err != nil || stale {
+			return ctrl.Result{RequeueAfter: staleRetry}, err
+		}
+		check, err := r.analyze(ctx, dp, waves.BakingWave(&dp.Status), now)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		o.Check = check
+	}
+
+	d := waves.Decide(o)
+	if acts(d) && o.Check == nil {
+		if stale, err := r.isStale(ctx, dp); err != nil || stale {
+			return ctrl.Result{RequeueAfter: staleRetry}, err
+		}
+	}
+	execErr := r.execute(ctx, dp, &d)
+	d.Finish(now)
+	dp.Status = d.Status
+	for _, e := range d.Events {
+		r.record(ctx, dp, e.Type, e.Reason, e.Message)
+	}
+	setConditions(dp, d.Hold)
+	*notifications = d.Notifications
+	if execErr != nil {
+		return ctrl.Result{}, execErr
+	}
+	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
+}
+
+// acts reports whether d restarts or evicts.
+func acts(d waves.Decision) bool {
+	for _, a := range d.Actions {
+		if a.Type != waves.ActionPin {
+			return true
+		}
+	}
+	return false
+}
+
+// validate reports spec problems admission cannot catch (or objects written before a rule
+// existed): durations, the mesh block, the analysis.
+func (r *Reconciler) validate(dp *sluicev1.DataPlane) error {
+	spec := dp.Spec
+	if waves.Target(spec) == "" {
+		return stalled(sluicev1.ReasonInvalidSpec, "spec.mesh %q needs its block (spec.linkerd.proxyVersion or spec.istio.revision)", spec.Mesh)
+	}
+	if d, err := time.ParseDuration(spec.BakeTime); spec.BakeTime != "" && (err != nil || d < 0) {
+		return stalled(sluicev1.ReasonInvalidSpec, "spec.bakeTime %q is not a duration", spec.BakeTime)
+	}
+	if len(spec.Analysis.Metrics) == 0 {
+		return nil
+	}
+	if err := analysis.ValidateNamespaceAnalysis(r.analysisFor(dp, ""), r.ScrapeInterval); err != nil {
+		return stalled(sluicev1.ReasonInvalidSpec, "spec.analysis: %w", err)
+	}
+	return nil
+}
