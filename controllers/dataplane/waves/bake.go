@@ -15,7 +15,7 @@ import (
 func (d *Decision) bake(o Observed, i int) bool {
 	s := &d.Status
 	w := &s.Waves[i]
-	if unmeshed := unmeshedIn(o, w.Namespaces); w.Current < w.Desired || len(unmeshed) > 0 {
+	if unmeshed := unmeshedIn(o, w.Namespaces); staleWave(o, w.Namespaces, s.Version) || len(unmeshed) > 0 {
 		w.Phase = sluicev1.WaveRestarting
 		w.LastProgressTime = stamp(o.Now)
 		w.BakeStartedAt = nil

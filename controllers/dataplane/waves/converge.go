@@ -135,6 +135,17 @@ func staleIn(ns *Namespace, v string) bool {
 	return false
 }
 
+// staleWave reports whether a managed meshed pod of the namespaces runs another version than v
+// (unmanaged pods cannot be restarted and do not hold a wave).
+func staleWave(o Observed, names []string, v string) bool {
+	for _, name := range names {
+		if ns := o.namespace(name); ns != nil && staleIn(ns, v) {
+			return true
+		}
+	}
+	return false
+}
+
 func unmeshedIn(o Observed, names []string) []string {
 	var out []string
 	for _, name := range names {

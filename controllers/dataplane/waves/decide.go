@@ -193,8 +193,14 @@ func (d *Decision) restart(o Observed, i int) ([]Action, bool) {
 	}
 	d.trackProgress(o, i, true)
 	if deadline := ProgressDeadline(o.Spec); o.Now.Sub(w.LastProgressTime.Time) > deadline {
-		d.startRollback(o, i, sluicev1.ReasonProgressDeadline, fmt.Sprintf("no further pod reached %s for %s (%d of %d meshed pods on it): %s",
-			s.Version, deadline, w.Current, w.Desired, d.rootCause()))
+		why := fmt.Sprintf("no further pod reached %s for %s (%d of %d meshed pods on it): %s",
+			s.Version, deadline, w.Current, w.Desired, d.rootCause())
+		if !o.ControlPlane.InjectorAvailable {
+			// Restarting pods back would only take more of them out of the mesh.
+			d.fail(o, i, sluicev1.ReasonProgressDeadline, why+"; no rollback while new pods get no proxy")
+			return nil, false
+		}
+		d.startRollback(o, i, sluicev1.ReasonProgressDeadline, why)
 		return nil, false
 	}
 	d.requeue(o.PollInterval)

@@ -20,17 +20,18 @@ func ns(name, pin string, versions ...string) Namespace {
 	for i, v := range versions {
 		w.Pods = append(w.Pods, Pod{Name: fmt.Sprintf("web-%d", i), UID: fmt.Sprintf("%s-%d", name, i), Version: v, Ready: true})
 	}
-	return Namespace{Name: name, Pin: pin, Workloads: []Workload{w}}
+	return Namespace{Name: name, Pin: pin, Workloads: []Workload{w}, Pinnable: true, InjectionEnabled: true}
 }
 
 func linkerdSpec() sluicev1.DataPlaneSpec {
-	return sluicev1.DataPlaneSpec{Mesh: sluicev1.MeshLinkerd, Linkerd: &sluicev1.LinkerdDataPlane{ProxyVersion: newVersion},
-		CanaryNamespaces: []string{"a"}, BakeTime: "1m"}
+	return sluicev1.DataPlaneSpec{Mesh: sluicev1.MeshLinkerd, Version: newVersion, CanaryNamespaces: []string{"a"}, BakeTime: "1m"}
 }
 
 func observed(s sluicev1.DataPlaneStatus, nss ...Namespace) Observed {
-	return Observed{Now: t0, Spec: linkerdSpec(), Status: s, Namespaces: nss, Window: windows.State{Open: true}}
+	return Observed{Now: t0, Spec: linkerdSpec(), Status: s, Namespaces: nss, Window: windows.State{Open: true}, ControlPlane: readyCP}
 }
+
+var readyCP = ControlPlane{Version: newVersion, Ready: true, InjectorAvailable: true}
 
 func actions(d Decision) string {
 	var out []string
@@ -42,7 +43,7 @@ func actions(d Decision) string {
 
 func TestDecideTable(t *testing.T) {
 	planned := func(phases ...sluicev1.WavePhase) sluicev1.DataPlaneStatus {
-		s := sluicev1.DataPlaneStatus{Phase: sluicev1.DataPlaneProgressing, Target: newVersion}
+		s := sluicev1.DataPlaneStatus{Phase: sluicev1.DataPlaneProgressing, Version: newVersion}
 		for i, p := range phases {
 			w := sluicev1.DataPlaneWave{Namespaces: []string{string(rune('a' + i))}, Phase: p,
 				Previous: map[string]string{string(rune('a' + i)): oldVersion}}
@@ -61,15 +62,14 @@ func TestDecideTable(t *testing.T) {
 		actions string
 		events  string
 	}{
-		{"a run starts: plan, pin the fleet to what it runs, start the canary wave",
+		{"a run starts: plan, start the canary wave; only its namespace is pinned",
 			observed(sluicev1.DataPlaneStatus{}, ns("a", "", oldVersion), ns("b", "", oldVersion, "edge-26.5.0", oldVersion), ns("c", "", "")),
-			sluicev1.DataPlaneProgressing, "[Restarting Pending Pending]",
-			"pin namespace a to edge-26.8.3; pin namespace b to edge-26.6.3", "Planned WaveStarted"},
+			sluicev1.DataPlaneProgressing, "[Restarting Pending Pending]", "pin namespace a to edge-26.8.3", "Planned WaveStarted"},
 		{"no namespace yet: pending, nothing to do",
 			observed(sluicev1.DataPlaneStatus{}), sluicev1.DataPlanePending, "[]", "", "Planned"},
-		{"a new target restarts the run from a finished one",
-			observed(sluicev1.DataPlaneStatus{Phase: sluicev1.DataPlaneUpToDate, Target: "edge-26.1.0",
-				Notifications: []string{"edge-26.1.0/Succeeded"}}, ns("a", "edge-26.1.0", oldVersion)),
+		{"a new version restarts the run from a converged one",
+			observed(sluicev1.DataPlaneStatus{Phase: sluicev1.DataPlaneUpToDate, Version: "edge-26.1.0", ConvergedVersion: "edge-26.1.0",
+				Notifications: []string{"edge-26.1.0/UpToDate"}}, ns("a", "edge-26.1.0", oldVersion)),
 			sluicev1.DataPlaneProgressing, "[Restarting]", "pin namespace a to edge-26.8.3", "Planned WaveStarted"},
 		{"restarts wait until the namespace's pin is in place",
 			observed(planned(sluicev1.WaveRestarting), ns("a", oldVersion, oldVersion)),
@@ -77,20 +77,50 @@ func TestDecideTable(t *testing.T) {
 		{"pinned: restart",
 			observed(planned(sluicev1.WaveRestarting), ns("a", newVersion, oldVersion)),
 			sluicev1.DataPlaneProgressing, "[Restarting]", "restart Deployment a/web", ""},
-		{"a namespace appearing mid-run joins a new wave and is pinned",
+		{"a namespace appearing mid-run joins a new wave and is not pinned before it",
 			observed(planned(sluicev1.WaveSucceeded, sluicev1.WaveRestarting), ns("a", newVersion, newVersion), ns("b", newVersion, newVersion),
 				ns("z", "", oldVersion)),
-			sluicev1.DataPlaneProgressing, "[Succeeded Baking Pending]", "pin namespace z to edge-26.6.3", "NamespaceAdded WaveUpgraded"},
-		{"a pending Linkerd namespace whose pin drifted is pinned back",
+			sluicev1.DataPlaneProgressing, "[Succeeded Baking Pending]", "", "NamespaceAdded WaveUpgraded"},
+		{"a pending namespace is never pinned, whatever its pin",
 			observed(planned(sluicev1.WaveRestarting, sluicev1.WavePending), ns("a", newVersion, newVersion), ns("b", newVersion, oldVersion)),
-			sluicev1.DataPlaneProgressing, "[Baking Pending]", "pin namespace b to edge-26.6.3", "WaveUpgraded"},
-		{"failed run keeps pending namespaces pinned and does nothing else",
+			sluicev1.DataPlaneProgressing, "[Baking Pending]", "", "WaveUpgraded"},
+		{"a rolled-back run writes nothing",
 			func() Observed {
 				s := planned(sluicev1.WaveSucceeded, sluicev1.WaveRolledBack, sluicev1.WavePending)
 				s.Phase = sluicev1.DataPlaneRolledBack
-				return observed(s, ns("a", newVersion, newVersion), ns("b", oldVersion, oldVersion), ns("c", "", oldVersion))
+				return observed(s, ns("a", newVersion, newVersion), ns("b", "", oldVersion), ns("c", "", oldVersion))
 			}(),
-			sluicev1.DataPlaneRolledBack, "[Succeeded RolledBack Pending]", "pin namespace c to edge-26.6.3", ""},
+			sluicev1.DataPlaneRolledBack, "[Succeeded RolledBack Pending]", "", ""},
+		{"control plane behind the declared version: the first wave waits, nothing is pinned",
+			func() Observed {
+				o := observed(sluicev1.DataPlaneStatus{}, ns("a", "", oldVersion))
+				o.ControlPlane = ControlPlane{Version: oldVersion, Message: "linkerd/linkerd-destination runs edge-26.6.3", InjectorAvailable: true}
+				return o
+			}(),
+			sluicev1.DataPlaneWaiting, "[Pending]", "", "Planned"},
+		{"control plane not ready mid-wave: no pin, no restart",
+			func() Observed {
+				o := observed(planned(sluicev1.WaveRestarting), ns("a", oldVersion, oldVersion))
+				o.ControlPlane = ControlPlane{Version: oldVersion, Message: "linkerd/linkerd-destination runs edge-26.6.3"}
+				return o
+			}(),
+			sluicev1.DataPlaneProgressing, "[Restarting]", "", ""},
+		{"abort mid-wave rolls the wave back",
+			func() Observed {
+				o := observed(planned(sluicev1.WaveRestarting, sluicev1.WavePending), ns("a", newVersion, newVersion, oldVersion), ns("b", "", oldVersion))
+				o.Requests = map[string]string{sluicev1.AnnotationAbort: "2026-11-30T12:00:00Z"}
+				return o
+			}(),
+			sluicev1.DataPlaneRollingBack, "[RollingBack Pending]", "pin namespace a to edge-26.6.3", "WaveRollingBack"},
+		{"abort between waves ends the run before the next one",
+			func() Observed {
+				s := planned(sluicev1.WaveSucceeded, sluicev1.WavePending)
+				s.Phase = sluicev1.DataPlaneWaiting
+				o := observed(s, ns("a", newVersion, newVersion), ns("b", "", oldVersion))
+				o.Requests = map[string]string{sluicev1.AnnotationAbort: "2026-11-30T12:00:00Z"}
+				return o
+			}(),
+			sluicev1.DataPlaneFailed, "[Succeeded Failed]", "", "Aborted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Decide(tc.o)
@@ -124,8 +154,9 @@ func TestPreviousVersions(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("previous = %v, want %v", got, want)
 	}
-	o.Spec = sluicev1.DataPlaneSpec{Mesh: sluicev1.MeshIstio, Istio: &sluicev1.IstioDataPlane{Revision: "1-27-1", PreviousRevision: "1-26-0"}}
-	if got := previous(o, []string{"a", "zz"}, "1-27-1"); fmt.Sprint(got) != "map[a:1-26-0 zz:1-26-0]" {
+	o.Spec = sluicev1.DataPlaneSpec{Mesh: sluicev1.MeshIstio, Revision: "1-27-1"}
+	o.Namespaces = []Namespace{ns("a", "1-26-0", "1-26-0"), ns("b", "1-27-1", "1-26-0", "1-27-1"), ns("c", "1-26-0")}
+	if got := previous(o, []string{"a", "b", "c", "zz"}, "1-27-1"); fmt.Sprint(got) != "map[a:1-26-0 b:1-26-0 c:1-26-0]" {
 		t.Fatalf("istio previous = %v", got)
 	}
 }
@@ -139,7 +170,7 @@ func TestAnalysisDue(t *testing.T) {
 		if lastCheck != nil {
 			w.LastCheckTime = stamp(*lastCheck)
 		}
-		return sluicev1.DataPlaneStatus{Phase: sluicev1.DataPlaneProgressing, Target: newVersion, Waves: []sluicev1.DataPlaneWave{w}}
+		return sluicev1.DataPlaneStatus{Phase: sluicev1.DataPlaneProgressing, Version: newVersion, Waves: []sluicev1.DataPlaneWave{w}}
 	}
 	at := func(d time.Duration) *time.Time { x := t0.Add(d); return &x }
 	for _, tc := range []struct {
@@ -165,13 +196,13 @@ func TestAnalysisDue(t *testing.T) {
 		t.Error("due without metrics")
 	}
 	o.Spec = spec
-	o.Spec.Linkerd = &sluicev1.LinkerdDataPlane{ProxyVersion: "edge-27.1.1"}
+	o.Spec.Version = "edge-27.1.1"
 	if AnalysisDue(o) {
 		t.Error("due for a spec whose target changed")
 	}
 	// The bake completes only once the last check ran.
 	o = Observed{Now: t0.Add(3 * time.Minute), Spec: spec, Status: bake(at(2 * time.Minute)), Namespaces: []Namespace{ns("a", newVersion, newVersion)},
-		Window: windows.State{Open: true}}
+		Window: windows.State{Open: true}, ControlPlane: readyCP}
 	if d := Decide(o); d.Status.Waves[0].Phase != sluicev1.WaveBaking {
 		t.Errorf("wave %s before its last check", d.Status.Waves[0].Phase)
 	}
@@ -186,13 +217,13 @@ func TestRestartConcurrency(t *testing.T) {
 	spec.MaxUnavailable = ptr.To[int32](2)
 	w := sluicev1.DataPlaneWave{Namespaces: []string{"a"}, Phase: sluicev1.WaveRestarting, StartedAt: stamp(t0), LastProgressTime: stamp(t0)}
 	tok := token(w.StartedAt)
-	a := Namespace{Name: "a", Pin: newVersion}
+	a := Namespace{Name: "a", Pin: newVersion, Pinnable: true}
 	for _, name := range []string{"w1", "w2", "w3", "w4"} {
 		a.Workloads = append(a.Workloads, Workload{Kind: "Deployment", Name: name, Method: sluicev1.RestartRollout, RolledOut: true, Desired: 1,
 			Pods: []Pod{{Name: name + "-0", UID: name, Version: oldVersion, Ready: true}}})
 	}
-	s := sluicev1.DataPlaneStatus{Phase: sluicev1.DataPlaneProgressing, Target: newVersion, Waves: []sluicev1.DataPlaneWave{w}}
-	o := Observed{Now: t0, Spec: spec, Status: s, Namespaces: []Namespace{a}, Window: windows.State{Open: true}}
+	s := sluicev1.DataPlaneStatus{Phase: sluicev1.DataPlaneProgressing, Version: newVersion, Waves: []sluicev1.DataPlaneWave{w}}
+	o := Observed{Now: t0, Spec: spec, Status: s, Namespaces: []Namespace{a}, Window: windows.State{Open: true}, ControlPlane: readyCP}
 
 	d := Decide(o)
 	if got := actions(d); got != "restart Deployment a/w1; restart Deployment a/w2" {
@@ -209,8 +240,9 @@ func TestRestartConcurrency(t *testing.T) {
 	o.Status = d.Status
 	o.Namespaces[0].Workloads[0].Pods[0].UID = "w1-new"
 	d = Decide(o)
-	if got := d.notes; len(got) != 1 || !strings.Contains(got[0], "Deployment a/w1 was restarted but 1 of its pods still run edge-26.6.3") {
-		t.Fatalf("notes %v", got)
+	if got := d.Blockers; len(got) != 1 || got[0].Reason != sluicev1.ReasonVersionPinnedInTemplate ||
+		!strings.Contains(got[0].Message, "Deployment a/w1 was restarted and 1 of its pods still run edge-26.6.3") {
+		t.Fatalf("blockers %+v", got)
 	}
 	if got := actions(d); got != "restart Deployment a/w2; restart Deployment a/w3" {
 		t.Fatalf("after w1 got stuck: %s", got)
@@ -222,7 +254,7 @@ func TestWaveSizeAppend(t *testing.T) {
 	// open new ones.
 	spec := linkerdSpec()
 	spec.Waves.MaxNamespaces = ptr.To[int32](2)
-	s := sluicev1.DataPlaneStatus{Phase: sluicev1.DataPlaneProgressing, Target: newVersion, Waves: []sluicev1.DataPlaneWave{
+	s := sluicev1.DataPlaneStatus{Phase: sluicev1.DataPlaneProgressing, Version: newVersion, Waves: []sluicev1.DataPlaneWave{
 		{Namespaces: []string{"a"}, Phase: sluicev1.WaveRestarting, StartedAt: stamp(t0), LastProgressTime: stamp(t0)},
 		{Namespaces: []string{"b", "c"}, Phase: sluicev1.WavePending},
 		{Namespaces: []string{"d"}, Phase: sluicev1.WavePending},
@@ -231,7 +263,7 @@ func TestWaveSizeAppend(t *testing.T) {
 	for _, n := range []string{"a", "b", "c", "d", "e", "f", "g"} {
 		nss = append(nss, ns(n, "", oldVersion))
 	}
-	o := Observed{Now: t0, Spec: spec, Status: s, Namespaces: nss, Window: windows.State{Open: true}}
+	o := Observed{Now: t0, Spec: spec, Status: s, Namespaces: nss, Window: windows.State{Open: true}, ControlPlane: readyCP}
 	d := Decide(o)
 	var got []string
 	for _, w := range d.Status.Waves {

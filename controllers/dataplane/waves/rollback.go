@@ -74,19 +74,30 @@ func (d *Decision) rollBack(o Observed, i int) []Action {
 	if deadline := ProgressDeadline(o.Spec); o.Now.Sub(w.LastProgressTime.Time) > deadline {
 		why := fmt.Sprintf("the rollback made no progress for %s (%d of %d meshed pods still on %s): %s",
 			deadline, w.Current, w.Desired, s.Version, d.rootCause())
-		w.Phase = sluicev1.WaveFailed
-		w.CompletedAt = stamp(o.Now)
-		w.Restarts = nil
-		w.Message = w.Message + "; " + why
-		d.setPhase(sluicev1.DataPlaneFailed, o.Now)
-		d.warning(sluicev1.ReasonRollbackFailed, "Wave %d failed and could not be rolled back: %s", i, w.Message)
-		d.notify("Failed", sluicev1.SeverityError, fmt.Sprintf("Data plane run to %s failed in wave %d (%s) and could not be rolled back: %s",
-			s.Version, i, strings.Join(w.Namespaces, ", "), w.Message))
-		d.requeue(IdleResync)
+		d.fail(o, i, sluicev1.ReasonRollbackFailed, w.Message+"; "+why)
 		return nil
 	}
 	d.requeue(o.PollInterval)
 	return actions
+}
+
+// fail ends wave i and the run Failed without (further) rollback, keeping the root cause.
+func (d *Decision) fail(o Observed, i int, reason, why string) {
+	s := &d.Status
+	w := &s.Waves[i]
+	w.Phase = sluicev1.WaveFailed
+	w.CompletedAt = stamp(o.Now)
+	w.Restarts = nil
+	if w.Reason == "" {
+		w.Reason = reason
+	}
+	w.Message = why
+	s.CurrentWave = int32(i)
+	d.setPhase(sluicev1.DataPlaneFailed, o.Now)
+	d.warning(reason, "Wave %d (%s) failed and was not rolled back: %s", i, strings.Join(w.Namespaces, ", "), why)
+	d.notify("Failed", sluicev1.SeverityError, fmt.Sprintf("Data plane run to %s failed in wave %d (%s): %s",
+		s.Version, i, strings.Join(w.Namespaces, ", "), why))
+	d.requeue(IdleResync)
 }
 
 // trackProgress stamps lastProgressTime when one more pod reached the version the wave moves to.

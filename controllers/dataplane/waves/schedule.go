@@ -83,6 +83,9 @@ func (d *Decision) plan(o Observed, target string) {
 		Phase: s.Phase, LastTransitionTime: s.LastTransitionTime, Version: target,
 		ConvergedVersion: s.ConvergedVersion, PreviousVersion: s.PreviousVersion, ControlPlane: s.ControlPlane,
 		LastHandledRequests: handled, Pins: s.Pins}
+	if s.ConvergedVersion == "" {
+		s.ConvergedVersion = uniformVersion(o)
+	}
 	s.Rollback = target != "" && o.Status.Version != "" && (target == s.ConvergedVersion || target == s.PreviousVersion)
 	var planned [][]string
 	if immediate(o.Spec, s) {
@@ -214,7 +217,7 @@ func (d *Decision) addNamespaces(o Observed) {
 
 // isCanaryWave reports whether wave 0 is the canary wave.
 func isCanaryWave(spec sluicev1.DataPlaneSpec, s *sluicev1.DataPlaneStatus) bool {
-	if len(spec.CanaryNamespaces) == 0 || len(s.Waves) == 0 {
+	if len(spec.CanaryNamespaces) == 0 || len(s.Waves) == 0 || immediate(spec, s) {
 		return false
 	}
 	for _, ns := range s.Waves[0].Namespaces {
@@ -223,4 +226,22 @@ func isCanaryWave(spec sluicev1.DataPlaneSpec, s *sluicev1.DataPlaneStatus) bool
 		}
 	}
 	return false
+}
+
+// uniformVersion returns the version every meshed pod of the observed namespaces runs, or "" when
+// they run several (or none): a fleet that ran one version before the first run had converged on
+// it, so setting the version back to it is a rollback.
+func uniformVersion(o Observed) string {
+	v := ""
+	for _, ns := range o.Namespaces {
+		for _, wl := range ns.Workloads {
+			for _, p := range wl.Pods {
+				if p.Version == "" || (v != "" && p.Version != v) {
+					return ""
+				}
+				v = p.Version
+			}
+		}
+	}
+	return v
 }
