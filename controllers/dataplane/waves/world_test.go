@@ -1,13 +1,12 @@
 package waves
 
 import (
-		"fmt"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
-
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/windows"
@@ -396,4 +395,3 @@ var waveLetter = map[sluicev1.WavePhase]string{
 	sluicev1.WavePending: "-", sluicev1.WaveRestarting: "R", sluicev1.WaveBaking: "B", sluicev1.WaveSucceeded: "S",
 	sluicev1.WaveRollingBack: "r", sluicev1.WaveRolledBack: "X", sluicev1.WaveFailed: "F",
 }
-
