@@ -33,6 +33,6 @@ func (a AlertNotifier) Notify(ctx context.Context, dp *sluicev1.DataPlane, n wav
 		Spec: sluicev1.CanarySpec{Analysis: sluicev1.CanaryAnalysis{Alerts: dp.Spec.Analysis.Alerts}}}
 	return a.Sender.Send(ctx, carrier, notify.Message{
 		Name: dp.Name, Event: notify.Event("DataPlane" + n.Event), Severity: n.Severity,
-		Phase: sluicev1.CanaryPhase(dp.Status.Phase), Revision: dp.Status.Target, Text: n.Message,
+		Phase: sluicev1.CanaryPhase(dp.Status.Phase), Revision: dp.Status.Version, Text: n.Message,
 	})
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -63,18 +66,46 @@ func (r *Reconciler) do(ctx context.Context, m sluicev1.Mesh, a waves.Action) er
 		}
 		obj.SetNamespace(a.Namespace)
 		obj.SetName(a.Name)
-		if err := r.Patch(ctx, obj, mesh.RestartPatch(a.Value)); err != nil {
+		patch := mesh.RestartPatch(a.Value)
+		if a.Kind == mesh.KindRollout {
+			patch = mesh.RestartAtPatch(a.Value)
+		}
+		if err := r.Patch(ctx, obj, patch); err != nil {
 			return fmt.Errorf("restarting %s %s/%s: %w", a.Kind, a.Namespace, a.Name, err)
 		}
 	case waves.ActionEvict:
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: a.Pod, Namespace: a.Namespace, UID: types.UID(a.UID)}}
 		err := r.evictor().Evict(ctx, pod)
 		if errors.Is(err, mesh.ErrEvictionBlocked) {
-			return fmt.Errorf("%w: %w", waves.ErrBlocked, err)
+			return fmt.Errorf("%w: eviction of pod %s/%s (%s %s) refused by %s", waves.ErrBlocked, a.Namespace, a.Pod, a.Kind, a.Name,
+				r.budgetsOf(ctx, a.Namespace, a.Pod))
 		}
 		return err
 	}
 	return nil
+}
+
+// budgetsOf names the PodDisruptionBudgets that select pod ns/name, with what each allows, from
+// the cache: "PodDisruptionBudget ns/db (0 disruptions allowed, 1 of 2 pods healthy)".
+func (r *Reconciler) budgetsOf(ctx context.Context, ns, name string) string {
+	pod := &corev1.Pod{}
+	var pdbs policyv1.PodDisruptionBudgetList
+	if r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod) != nil || r.List(ctx, &pdbs, client.InNamespace(ns)) != nil {
+		return "a PodDisruptionBudget"
+	}
+	var out []string
+	for _, b := range pdbs.Items {
+		sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
+		if err != nil || !sel.Matches(labels.Set(pod.Labels)) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("PodDisruptionBudget %s/%s (%d disruptions allowed, %d of %d pods healthy)", ns, b.Name,
+			b.Status.DisruptionsAllowed, b.Status.CurrentHealthy, b.Status.ExpectedPods))
+	}
+	if len(out) == 0 {
+		return "a PodDisruptionBudget"
+	}
+	return strings.Join(out, ", ")
 }
 
 func (r *Reconciler) evictor() Evictor {

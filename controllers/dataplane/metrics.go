@@ -13,36 +13,55 @@ import (
 var dataPlanePhases = []sluicev1.DataPlanePhase{
 	sluicev1.DataPlanePending, sluicev1.DataPlaneWaiting, sluicev1.DataPlaneProgressing,
 	sluicev1.DataPlaneRollingBack, sluicev1.DataPlaneUpToDate, sluicev1.DataPlaneRolledBack,
+	sluicev1.DataPlaneFailed, sluicev1.DataPlaneIncomplete, sluicev1.DataPlaneDrifted,
 }
 
 // DataPlane metrics on the manager's /metrics, labelled only by the DataPlane's name.
 var (
-	puPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_dataplane_phase",
-		Help: "Phase as its index: 0 Pending, 1 Waiting, 2 Progressing, 3 RollingBack, 4 Succeeded, 5 Failed."}, []string{"name"})
-	puWave = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_dataplane_wave",
+	dpPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_dataplane_phase",
+		Help: "Phase as its index: 0 Pending, 1 Waiting, 2 Progressing, 3 RollingBack, 4 UpToDate, 5 RolledBack, 6 Failed, 7 Incomplete, 8 Drifted."},
+		[]string{"name"})
+	dpWave = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_dataplane_wave",
 		Help: "Index of the current wave (0 is the canary wave)."}, []string{"name"})
-	puDesired = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_dataplane_desired_proxies",
-		Help: "Running meshed pods of the selected namespaces (DESIRED)."}, []string{"name"})
-	puCurrent = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_dataplane_current_proxies",
-		Help: "Running meshed pods that report the target version (CURRENT)."}, []string{"name"})
+	dpDesired = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_dataplane_desired_proxies",
+		Help: "Meshed pods the selected namespaces should run (DESIRED)."}, []string{"name"})
+	dpCurrent = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_dataplane_current_proxies",
+		Help: "Meshed pods that run the declared version (CURRENT)."}, []string{"name"})
+	dpUnmanaged = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_dataplane_unmanaged_pods",
+		Help: "Meshed pods Sluice cannot restart that run another version."}, []string{"name"})
+	dpDrifted = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_dataplane_drifted_pods",
+		Help: "Pods that left the declared version (or the mesh) after convergence."}, []string{"name"})
+	dpControlPlaneReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_dataplane_control_plane_ready",
+		Help: "1 when the mesh's control plane runs the declared version and is available."}, []string{"name"})
 )
 
+var dpGauges = []*prometheus.GaugeVec{dpPhase, dpWave, dpDesired, dpCurrent, dpUnmanaged, dpDrifted, dpControlPlaneReady}
+
 func init() {
-	metrics.Registry.MustRegister(puPhase, puWave, puDesired, puCurrent)
+	for _, g := range dpGauges {
+		metrics.Registry.MustRegister(g)
+	}
 }
 
 // observeMetrics sets the gauges from the DataPlane's status.
 func observeMetrics(dp *sluicev1.DataPlane) {
 	s := dp.Status
-	puPhase.WithLabelValues(dp.Name).Set(float64(slices.Index(dataPlanePhases, s.Phase)))
-	puWave.WithLabelValues(dp.Name).Set(float64(s.CurrentWave))
-	puDesired.WithLabelValues(dp.Name).Set(float64(s.Desired))
-	puCurrent.WithLabelValues(dp.Name).Set(float64(s.Current))
+	dpPhase.WithLabelValues(dp.Name).Set(float64(slices.Index(dataPlanePhases, s.Phase)))
+	dpWave.WithLabelValues(dp.Name).Set(float64(s.CurrentWave))
+	dpDesired.WithLabelValues(dp.Name).Set(float64(s.Desired))
+	dpCurrent.WithLabelValues(dp.Name).Set(float64(s.Current))
+	dpUnmanaged.WithLabelValues(dp.Name).Set(float64(len(s.UnmanagedPods)))
+	dpDrifted.WithLabelValues(dp.Name).Set(float64(len(s.DriftedPods)))
+	ready := 0.0
+	if s.ControlPlane.Ready {
+		ready = 1
+	}
+	dpControlPlaneReady.WithLabelValues(dp.Name).Set(ready)
 }
 
 // forgetMetrics drops the series of a deleted DataPlane.
 func forgetMetrics(name string) {
-	for _, g := range []*prometheus.GaugeVec{puPhase, puWave, puDesired, puCurrent} {
+	for _, g := range dpGauges {
 		g.DeleteLabelValues(name)
 	}
 }

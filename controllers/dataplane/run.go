@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"sluice.dev/sluice/analysis"
@@ -32,13 +33,13 @@ func stalled(reason string, format string, args ...any) error {
 // namespaces wake it up sooner).
 const stalledRetry = time.Minute
 
-// reconcileRun runs one tick and turns stalls into a condition.
-func (r *Reconciler) reconcileRun(ctx context.Context, dp *sluicev1.DataPlane, notifications *[]waves.Notification) (ctrl.Result, error) {
-	res, err := r.step(ctx, dp, notifications)
+// reconcileRun runs one tick and turns stalls into a condition (and one event).
+func (r *Reconciler) reconcileRun(ctx context.Context, dp *sluicev1.DataPlane, out *outbox) (ctrl.Result, error) {
+	res, err := r.step(ctx, dp, out)
 	var st *stalledError
 	if errors.As(err, &st) {
 		if markStalled(dp, st.reason, st.err.Error()) {
-			r.record(ctx, dp, "Warning", st.reason, st.err.Error())
+			out.warning(st.reason, st.err.Error())
 		}
 		return ctrl.Result{RequeueAfter: stalledRetry}, nil
 	}
@@ -50,18 +51,23 @@ func (r *Reconciler) reconcileRun(ctx context.Context, dp *sluicev1.DataPlane, n
 	return res, nil
 }
 
-// step observes, decides and acts: the checks that can stall the upgrade first, in order (spec,
-// canary namespaces), then the analysis when due, the decision, its actions, its events.
-func (r *Reconciler) step(ctx context.Context, dp *sluicev1.DataPlane, notifications *[]waves.Notification) (ctrl.Result, error) {
+// step observes, decides and acts: the checks that can stall the DataPlane first, in order
+// (spec, control plane, canary namespaces), then the analysis when due, the decision, its
+// actions, and the conditions. Events and notifications go to the outbox.
+func (r *Reconciler) step(ctx context.Context, dp *sluicev1.DataPlane, out *outbox) (ctrl.Result, error) {
 	now := r.now()
 	if err := r.validate(dp); err != nil {
 		return ctrl.Result{}, err
 	}
-	fleet, err := r.observe(ctx, dp)
+	cp, err := r.observeControlPlane(ctx, dp)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if dp.Status.Target != waves.Target(dp.Spec) {
+	fleet, err := r.observe(ctx, dp, cp)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if dp.Status.Version != waves.Target(dp.Spec) {
 		if err := checkCanaries(dp, fleet); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -72,7 +78,9 @@ func (r *Reconciler) step(ctx context.Context, dp *sluicev1.DataPlane, notificat
 	}
 	o := waves.Observed{
 		Now: now, Spec: dp.Spec, Status: dp.Status, Namespaces: fleet.namespaces, Skipped: fleet.skipped,
-		Approved: dp.Annotations[sluicev1.AnnotationApproveFleet] == "true", Window: window, PollInterval: r.PollInterval,
+		ControlPlane: waves.ControlPlane{Version: cp.state.Version, Ready: cp.state.Ready, Message: cp.state.Message,
+			InjectorAvailable: cp.state.InjectorAvailable, InjectorMessage: cp.state.InjectorMessage},
+		Requests: requests(dp), Window: window, PollInterval: r.PollInterval,
 	}
 	if waves.AnalysisDue(o) {
 		if stale, err := r.isStale(ctx, dp); err != nil || stale {
@@ -94,15 +102,24 @@ func (r *Reconciler) step(ctx context.Context, dp *sluicev1.DataPlane, notificat
 	execErr := r.execute(ctx, dp, &d)
 	d.Finish(now)
 	dp.Status = d.Status
-	for _, e := range d.Events {
-		r.record(ctx, dp, e.Type, e.Reason, e.Message)
-	}
-	setConditions(dp, d.Hold)
-	*notifications = d.Notifications
+	out.events = append(out.events, d.Events...)
+	out.notifications = append(out.notifications, d.Notifications...)
+	setConditions(dp, &d, out)
 	if execErr != nil {
 		return ctrl.Result{}, execErr
 	}
 	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
+}
+
+// requests returns the values of dp's request annotations.
+func requests(dp *sluicev1.DataPlane) map[string]string {
+	out := map[string]string{}
+	for _, k := range []string{sluicev1.AnnotationApproveFleet, sluicev1.AnnotationAbort, sluicev1.AnnotationRetry} {
+		if v := dp.Annotations[k]; v != "" {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // acts reports whether d restarts or evicts.
@@ -116,14 +133,19 @@ func acts(d waves.Decision) bool {
 }
 
 // validate reports spec problems admission cannot catch (or objects written before a rule
-// existed): durations, the mesh block, the analysis.
+// existed): the version field of the mesh, durations, the analysis.
 func (r *Reconciler) validate(dp *sluicev1.DataPlane) error {
 	spec := dp.Spec
 	if waves.Target(spec) == "" {
-		return stalled(sluicev1.ReasonInvalidSpec, "spec.mesh %q needs its block (spec.linkerd.proxyVersion or spec.istio.revision)", spec.Mesh)
+		return stalled(sluicev1.ReasonInvalidSpec, "spec.mesh %q needs its version (spec.version for linkerd, spec.revision for istio)", spec.Mesh)
 	}
 	if d, err := time.ParseDuration(spec.BakeTime); spec.BakeTime != "" && (err != nil || d < 0) {
 		return stalled(sluicev1.ReasonInvalidSpec, "spec.bakeTime %q is not a duration", spec.BakeTime)
+	}
+	if spec.ExcludePods != nil {
+		if _, err := metav1.LabelSelectorAsSelector(spec.ExcludePods); err != nil {
+			return stalled(sluicev1.ReasonInvalidSpec, "spec.excludePods: %w", err)
+		}
 	}
 	if len(spec.Analysis.Metrics) == 0 {
 		return nil

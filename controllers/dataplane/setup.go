@@ -25,9 +25,10 @@ import (
 // defaultEventDelay batches the events that wake an upgrade up.
 const defaultEventDelay = 250 * time.Millisecond
 
-// SetupWithManager registers the controller: it reconciles DataPlanes, and wakes the running
-// ones (not the finished or suspended ones, which cost nothing) on changes to namespaces, meshed
-// pods and Deployments, StatefulSets and DaemonSets, batched by Options.EventDelay.
+// SetupWithManager registers the controller: it reconciles DataPlanes, and wakes those that
+// watch the cluster (all but the suspended ones and runs that ended RolledBack or Failed: a
+// converged data plane keeps watching for drift) on changes to namespaces, pods, Deployments,
+// StatefulSets and DaemonSets (the control plane's included), batched by Options.EventDelay.
 // maxConcurrent bounds the workers.
 // Without the DataPlane CRD installed it registers nothing (and logs why).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, maxConcurrent int) error {
@@ -37,24 +38,17 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, max
 		return nil
 	}
 	wake := r.wakeRunning()
-	meshed := predicate.NewPredicateFuncs(func(o client.Object) bool {
+	// Every pod matters: one that comes back without the proxy is as much news as a meshed one.
+	notJob := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		pod, ok := o.(*corev1.Pod)
-		if !ok {
-			return false
-		}
-		for _, m := range []sluicev1.Mesh{sluicev1.MeshLinkerd, sluicev1.MeshIstio} {
-			if _, ok := mesh.Detect(pod, m); ok {
-				return true
-			}
-		}
-		return false
+		return ok && !mesh.JobOwned(pod)
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("dataplane").
-		For(&sluicev1.DataPlane{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		For(&sluicev1.DataPlane{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
+			predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, deleting()))).
 		Watches(&corev1.Namespace{}, wake).
-		Watches(&corev1.Pod{}, wake, builder.WithPredicates(meshed)).
+		Watches(&corev1.Pod{}, wake, builder.WithPredicates(notJob)).
 		Watches(&appsv1.Deployment{}, wake).
 		Watches(&appsv1.StatefulSet{}, wake).
 		Watches(&appsv1.DaemonSet{}, wake).
@@ -94,14 +88,23 @@ func (r *Reconciler) wakeRunning() handler.EventHandler {
 	}
 }
 
-// running reports whether dp has work to do when the cluster changes.
+// running reports whether dp has work to do when the cluster changes: everything but a suspended
+// DataPlane and a run that ended (RolledBack, Failed: the next move is the user's). A converged
+// data plane keeps watching, for drift.
 func running(dp *sluicev1.DataPlane) bool {
 	if dp.Spec.Suspend {
 		return false
 	}
 	switch dp.Status.Phase {
-	case sluicev1.DataPlaneUpToDate, sluicev1.DataPlaneRolledBack:
+	case sluicev1.DataPlaneRolledBack, sluicev1.DataPlaneFailed:
 		return false
 	}
 	return true
+}
+
+// deleting passes updates that set the deletion timestamp (the finalizer has work to do).
+func deleting() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectNew.GetDeletionTimestamp() != nil && e.ObjectOld.GetDeletionTimestamp() == nil
+	}}
 }
