@@ -118,14 +118,17 @@ type DataPlaneStatus struct {
 	ControlPlane ControlPlaneStatus `json:"controlPlane,omitempty"`
 
 	// CurrentWave is the index in Waves of the wave running or last run (0: the canary wave).
+	// +kubebuilder:default=0
 	// +optional
 	CurrentWave int32 `json:"currentWave"`
 
 	// Desired is the number of meshed pods the selected namespaces should run: the desired
 	// replicas of every workload running the proxy, plus every other running pod with the proxy
 	// (excluded pods aside); Current is how many of them run the declared version.
+	// +kubebuilder:default=0
 	// +optional
 	Desired int32 `json:"desired"`
+	// +kubebuilder:default=0
 	// +optional
 	Current int32 `json:"current"`
 

@@ -28,7 +28,10 @@ type DataPlane struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   DataPlaneSpec   `json:"spec"`
+	Spec DataPlaneSpec `json:"spec"`
+	// Status defaults to an empty object so its counts read 0 (never blank) before the
+	// controller's first write.
+	// +kubebuilder:default={}
 	Status DataPlaneStatus `json:"status,omitempty"`
 }
 

@@ -39,7 +39,7 @@ func TestAlertNotifierDeliversThroughAlertProviders(t *testing.T) {
 	dp := &sluicev1.DataPlane{ObjectMeta: metav1.ObjectMeta{Name: "linkerd-edge"},
 		Spec: sluicev1.DataPlaneSpec{Analysis: sluicev1.DataPlaneAnalysis{Alerts: []sluicev1.CanaryAlert{{Name: "oncall",
 			Severity: sluicev1.SeverityError, ProviderRef: sluicev1.CrossNamespaceObjectReference{Name: "oncall", Namespace: "ops"}}}}},
-		Status: sluicev1.DataPlaneStatus{Phase: sluicev1.DataPlaneRolledBack, Target: "edge-26.8.3"}}
+		Status: sluicev1.DataPlaneStatus{Phase: sluicev1.DataPlaneRolledBack, Version: "edge-26.8.3"}}
 	n := AlertNotifier{Sender: notify.New(c, notify.Options{})}
 	ctx := context.Background()
 	if err := n.Notify(ctx, dp, waves.Notification{Event: "Succeeded", Severity: sluicev1.SeverityInfo, Message: "done"}); err != nil {

@@ -18,7 +18,7 @@ import (
 func validSpec() sluicev1.DataPlaneSpec {
 	return sluicev1.DataPlaneSpec{
 		Mesh:    sluicev1.MeshLinkerd,
-		Linkerd: &sluicev1.LinkerdDataPlane{ProxyVersion: "edge-26.8.3"},
+		Version: "edge-26.8.3",
 		NamespaceSelector: &sluicev1.NamespaceSelector{MatchExpressions: []sluicev1.NamespaceSelectorRequirement{
 			{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{"ns-1", "ns-2", "ns-3"}},
 			{Key: "team", Operator: metav1.LabelSelectorOpExists},
@@ -51,8 +51,7 @@ func TestDataPlaneAdmission(t *testing.T) {
 	for name, mutate := range map[string]func(*sluicev1.DataPlaneSpec){
 		"linkerd with everything": func(*sluicev1.DataPlaneSpec) {},
 		"istio, matchLabels on the canary's name": func(s *sluicev1.DataPlaneSpec) {
-			s.Mesh, s.Linkerd = sluicev1.MeshIstio, nil
-			s.Istio = &sluicev1.IstioDataPlane{Revision: "1-27-1", PreviousRevision: "1-26-0"}
+			s.Mesh, s.Version, s.Revision = sluicev1.MeshIstio, "", "1-27-1"
 			s.NamespaceSelector = &sluicev1.NamespaceSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "ns-1"}}
 		},
 		"no selector (meshed namespaces), maxNamespaces": func(s *sluicev1.DataPlaneSpec) {
@@ -63,7 +62,12 @@ func TestDataPlaneAdmission(t *testing.T) {
 			s.NamespaceSelector = &sluicev1.NamespaceSelector{MatchLabels: map[string]string{"mesh": "yes"}}
 			s.CanaryNamespaces = []string{"anything"}
 		},
-		"stable version": func(s *sluicev1.DataPlaneSpec) { s.Linkerd.ProxyVersion = "stable-2.14.10" },
+		"stable version": func(s *sluicev1.DataPlaneSpec) { s.Version = "stable-2.14.10" },
+		"drift restart, immediate rollback, excluded pods, own control-plane namespace": func(s *sluicev1.DataPlaneSpec) {
+			s.DriftPolicy, s.Rollback, s.ControlPlaneNamespace = sluicev1.DriftRestart, sluicev1.RollbackImmediate, "linkerd-cp"
+			s.ExcludePods = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "debug"}}
+			s.NamespaceSelector, s.CanaryNamespaces = nil, []string{"linkerd"} // "linkerd" is an ordinary namespace here
+		},
 	} {
 		t.Run("accepts "+name, func(t *testing.T) {
 			s := validSpec()
@@ -78,12 +82,16 @@ func TestDataPlaneAdmission(t *testing.T) {
 		mutate func(*sluicev1.DataPlaneSpec)
 		want   string
 	}{
-		{"two mesh blocks", func(s *sluicev1.DataPlaneSpec) {
-			s.Istio = &sluicev1.IstioDataPlane{Revision: "a", PreviousRevision: "b"}
-		}, "spec: set exactly one mesh block, linkerd or istio"},
-		{"no mesh block", func(s *sluicev1.DataPlaneSpec) { s.Linkerd = nil }, "spec: set exactly one mesh block"},
-		{"mesh names the other block", func(s *sluicev1.DataPlaneSpec) { s.Mesh = sluicev1.MeshIstio },
-			"spec.mesh must name the mesh block that is set"},
+		{"linkerd with a revision", func(s *sluicev1.DataPlaneSpec) { s.Revision = "1-27-1" },
+			"spec: mesh linkerd declares spec.version (the proxy version), mesh istio declares spec.revision"},
+		{"linkerd without a version", func(s *sluicev1.DataPlaneSpec) { s.Version = "" }, "mesh linkerd declares spec.version"},
+		{"istio with a version", func(s *sluicev1.DataPlaneSpec) { s.Mesh = sluicev1.MeshIstio }, "mesh istio declares spec.revision"},
+		{"canary kube-system", func(s *sluicev1.DataPlaneSpec) { s.NamespaceSelector, s.CanaryNamespaces = nil, []string{"kube-system"} },
+			"spec.canaryNamespaces must not name kube-system, kube-public, kube-node-lease or the mesh's control-plane namespace"},
+		{"canary control-plane namespace", func(s *sluicev1.DataPlaneSpec) { s.NamespaceSelector, s.CanaryNamespaces = nil, []string{"linkerd"} },
+			"spec.canaryNamespaces must not name"},
+		{"drift policy", func(s *sluicev1.DataPlaneSpec) { s.DriftPolicy = "Ignore" }, "spec.driftPolicy"},
+		{"rollback policy", func(s *sluicev1.DataPlaneSpec) { s.Rollback = "Never" }, "spec.rollback"},
 		{"envoy is no data-plane mesh", func(s *sluicev1.DataPlaneSpec) { s.Mesh = sluicev1.MeshEnvoy }, `spec.mesh: Unsupported value: "envoy"`},
 		{"canary outside matchLabels", func(s *sluicev1.DataPlaneSpec) {
 			s.NamespaceSelector = &sluicev1.NamespaceSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "ns-2"}}
@@ -98,14 +106,12 @@ func TestDataPlaneAdmission(t *testing.T) {
 		{"both wave sizes", func(s *sluicev1.DataPlaneSpec) { s.Waves.MaxNamespaces = ptr.To[int32](2) },
 			"spec.waves: set either maxNamespaces or percent, not both"},
 		{"percent above 100", func(s *sluicev1.DataPlaneSpec) { s.Waves.Percent = ptr.To[int32](101) }, "spec.waves.percent"},
-		{"same istio revisions", func(s *sluicev1.DataPlaneSpec) {
-			s.Mesh, s.Linkerd = sluicev1.MeshIstio, nil
-			s.Istio = &sluicev1.IstioDataPlane{Revision: "1-27-1", PreviousRevision: "1-27-1"}
-		}, "spec.istio.revision must differ from spec.istio.previousRevision"},
-		{"proxy version with a space", func(s *sluicev1.DataPlaneSpec) { s.Linkerd.ProxyVersion = "edge 26" }, "spec.linkerd.proxyVersion"},
+		{"bad istio revision", func(s *sluicev1.DataPlaneSpec) { s.Mesh, s.Version, s.Revision = sluicev1.MeshIstio, "", "1.27.1" },
+			"spec.revision"},
+		{"proxy version with a space", func(s *sluicev1.DataPlaneSpec) { s.Version = "edge 26" }, "spec.version"},
 		{"compareToPrimary", func(s *sluicev1.DataPlaneSpec) {
 			s.Analysis.Metrics[0].CompareToPrimary = &sluicev1.PrimaryComparison{MaxDelta: 1}
-		}, "compareToPrimary is not supported by proxy upgrades"},
+		}, "compareToPrimary is not supported by a DataPlane"},
 		{"template without namespace", func(s *sluicev1.DataPlaneSpec) { s.Analysis.Metrics[1].TemplateRef.Namespace = "" },
 			"spec.analysis.metrics[].templateRef.namespace is required"},
 		{"alert without namespace", func(s *sluicev1.DataPlaneSpec) { s.Analysis.Alerts[0].ProviderRef.Namespace = "" },
@@ -130,8 +136,7 @@ func TestDataPlaneAdmission(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), dp) })
-		dp.Spec.Mesh, dp.Spec.Linkerd = sluicev1.MeshIstio, nil
-		dp.Spec.Istio = &sluicev1.IstioDataPlane{Revision: "a", PreviousRevision: "b"}
+		dp.Spec.Mesh, dp.Spec.Version, dp.Spec.Revision = sluicev1.MeshIstio, "", "a"
 		if err := env.Client.Update(ctx, dp); err == nil || !strings.Contains(err.Error(), "spec.mesh is immutable") {
 			t.Fatalf("got %v", err)
 		}
@@ -139,7 +144,8 @@ func TestDataPlaneAdmission(t *testing.T) {
 }
 
 // TestDataPlaneTableColumns reads the server-side table (what `kubectl get dataplanes`
-// prints): MESH, TARGET, WAVE, DESIRED, CURRENT, STATUS.
+// prints): MESH, VERSION, WAVE, DESIRED, CURRENT, STATUS, AGE; counts show 0, never blank, even
+// before the controller wrote a status.
 func TestDataPlaneTableColumns(t *testing.T) {
 	testenv.Require(t, env)
 	ctx := context.Background()
@@ -148,7 +154,14 @@ func TestDataPlaneTableColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), dp) })
-	dp.Status = sluicev1.DataPlaneStatus{Phase: sluicev1.DataPlaneProgressing, Target: "edge-26.8.3", CurrentWave: 2, Desired: 27, Current: 11}
+	fresh, err := env.Table(ctx, "/apis/sluice.dev/v1alpha1/dataplanes/table-columns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cells := fmt.Sprint(fresh.Rows[0].Cells[:7]); cells != "[table-columns linkerd  0 0 0 ]" {
+		t.Fatalf("fresh row %q: counts must read 0", cells)
+	}
+	dp.Status = sluicev1.DataPlaneStatus{Phase: sluicev1.DataPlaneProgressing, Version: "edge-26.8.3", CurrentWave: 2, Desired: 27, Current: 11}
 	if err := env.Client.Status().Update(ctx, dp); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +173,7 @@ func TestDataPlaneTableColumns(t *testing.T) {
 	for _, c := range table.ColumnDefinitions {
 		cols = append(cols, c.Name)
 	}
-	if fmt.Sprint(cols) != "[Name Mesh Target Wave Desired Current Status]" {
+	if fmt.Sprint(cols) != "[Name Mesh Version Wave Desired Current Status Age]" {
 		t.Fatalf("columns %v", cols)
 	}
 	cells := fmt.Sprint(table.Rows[0].Cells[:7])

@@ -19,6 +19,7 @@ import (
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/mesh"
+	"sluice.dev/sluice/test/controlplane"
 )
 
 func successRate() []sluicev1.CanaryMetric {
@@ -36,9 +37,17 @@ func TestIstioRevisionWaveByWaveAndRollback(t *testing.T) {
 	legacy := h.ns(4)
 	h.fleet4Legacy(legacy)
 	h.analyzer.fail = func(ns string) bool { return ns == h.ns(3) }
+	for _, rev := range []string{"1-26-0", "1-27-1"} {
+		if err := controlplane.InstallIstiod(h.ctx, h.c, rev, "docker.io/istio/pilot:"+strings.ReplaceAll(rev, "-", ".")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := controlplane.MarkAvailable(h.ctx, h.c, controlplane.IstioNamespace); err != nil {
+		t.Fatal(err)
+	}
 	h.create(sluicev1.DataPlaneSpec{
 		Mesh:             sluicev1.MeshIstio,
-		Istio:            &sluicev1.IstioDataPlane{Revision: "1-27-1", PreviousRevision: "1-26-0"},
+		Revision:         "1-27-1",
 		CanaryNamespaces: []string{h.ns(1)},
 		BakeTime:         "2m",
 		MaxUnavailable:   ptr.To[int32](3),
@@ -89,11 +98,12 @@ func TestIstioRevisionWaveByWaveAndRollback(t *testing.T) {
 		t.Errorf("NamespacesSkipped condition %+v", c)
 	}
 	ready := apimeta.FindStatusCondition(dp.Status.Conditions, sluicev1.ConditionReady)
-	if ready == nil || ready.Status != metav1.ConditionFalse || !strings.Contains(ready.Message, "Wave 2 ("+h.ns(3)+") was rolled back") {
+	if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != sluicev1.ReasonAnalysisFailed ||
+		!strings.Contains(ready.Message, "Wave 2 ("+h.ns(3)+") was rolled back") || !strings.Contains(ready.Message, "request-success-rate") {
 		t.Errorf("Ready condition %+v", ready)
 	}
-	if got := h.notifier.events(); fmt.Sprint(got) != "[Failed]" {
-		t.Errorf("notifications %v, want one Failed", got)
+	if got := h.notifier.events(); fmt.Sprint(got) != "[RolledBack]" {
+		t.Errorf("notifications %v, want one RolledBack", got)
 	}
 	// ns-3 restarted onto the new revision and back: two rollouts; the others one.
 	h.sim.assertRestarts(t, 2)
@@ -123,15 +133,14 @@ func (h *harness) fleet4Legacy(name string) {
 }
 
 // TestWindowExcludingNowStartsNoWave: with the only window at 03:00–04:00 UTC and the clock at
-// 12:00, no wave starts (only the pins that keep namespaces on their version are written), and
-// the conditions name the next opening.
+// 12:00, no wave starts (nothing is pinned either), and the conditions name the next opening.
 func TestWindowExcludingNowStartsNoWave(t *testing.T) {
 	h := newHarness(t, sluicev1.MeshLinkerd)
 	h.fleet(2, map[string]string{mesh.LinkerdInject: "enabled"}, nil)
-	h.sim.defaultVersion = "edge-26.8.3" // the control plane moved first
+	h.upgradeControlPlane("edge-26.8.3") // the control plane moved first
 	h.create(sluicev1.DataPlaneSpec{
 		Mesh:             sluicev1.MeshLinkerd,
-		Linkerd:          &sluicev1.LinkerdDataPlane{ProxyVersion: "edge-26.8.3"},
+		Version:          "edge-26.8.3",
 		CanaryNamespaces: []string{h.ns(1)},
 		Windows:          []sluicev1.ProgressionWindow{{Schedule: "0 3 * * *", Duration: "1h", TimeZone: "UTC"}},
 	})
@@ -149,7 +158,7 @@ func TestWindowExcludingNowStartsNoWave(t *testing.T) {
 			t.Errorf("%s condition %+v", typ, c)
 		}
 	}
-	// Nothing restarted, every pod still on the old version, each namespace pinned to it.
+	// Nothing restarted, every pod still on the old version, no namespace pinned.
 	for i := 1; i <= 2; i++ {
 		var deps appsv1.DeploymentList
 		if err := h.c.List(h.ctx, &deps, client.InNamespace(h.ns(i))); err != nil {
@@ -163,8 +172,8 @@ func TestWindowExcludingNowStartsNoWave(t *testing.T) {
 		if got := h.sim.versions(t, h.ns(i)); got != "[edge-26.6.3 x6]" {
 			t.Errorf("%s runs %s", h.ns(i), got)
 		}
-		if pin := h.namespaceObj(i).Annotations[mesh.LinkerdPinAnnotation]; pin != "edge-26.6.3" {
-			t.Errorf("%s pinned to %q", h.ns(i), pin)
+		if pin, ok := h.namespaceObj(i).Annotations[mesh.LinkerdPinAnnotation]; ok {
+			t.Errorf("%s pinned to %q before its wave", h.ns(i), pin)
 		}
 	}
 	if res[0] != 15*time.Hour {
@@ -220,10 +229,10 @@ func (w *failingWriter) Patch(ctx context.Context, obj client.Object, patch clie
 func TestLostStatusWriteRestartsNothingTwice(t *testing.T) {
 	h := newHarness(t, sluicev1.MeshLinkerd)
 	h.fleet(2, map[string]string{mesh.LinkerdInject: "enabled"}, nil)
-	h.sim.defaultVersion = "edge-26.8.3"
+	h.upgradeControlPlane("edge-26.8.3")
 	h.create(sluicev1.DataPlaneSpec{
 		Mesh:           sluicev1.MeshLinkerd,
-		Linkerd:        &sluicev1.LinkerdDataPlane{ProxyVersion: "edge-26.8.3"},
+		Version:        "edge-26.8.3",
 		BakeTime:       "1m",
 		MaxUnavailable: ptr.To[int32](3),
 	})
@@ -289,7 +298,7 @@ func TestCanaryNamespaceNotSelectedStalls(t *testing.T) {
 	h.fleet(1, nil, nil)
 	h.create(sluicev1.DataPlaneSpec{
 		Mesh:             sluicev1.MeshLinkerd,
-		Linkerd:          &sluicev1.LinkerdDataPlane{ProxyVersion: "edge-26.8.3"},
+		Version:          "edge-26.8.3",
 		CanaryNamespaces: []string{"elsewhere-" + h.id},
 	})
 	res := h.tick()
@@ -316,7 +325,7 @@ func TestSuspendedDoesNothing(t *testing.T) {
 	h.fleet(1, nil, nil)
 	h.create(sluicev1.DataPlaneSpec{
 		Mesh:    sluicev1.MeshLinkerd,
-		Linkerd: &sluicev1.LinkerdDataPlane{ProxyVersion: "edge-26.8.3"},
+		Version: "edge-26.8.3",
 		Suspend: true,
 	})
 	h.tick()

@@ -19,6 +19,7 @@ import (
 	"sluice.dev/sluice/analysis"
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/dataplane/waves"
+	"sluice.dev/sluice/test/controlplane"
 	"sluice.dev/sluice/test/testenv"
 )
 
@@ -89,7 +90,8 @@ func (e *eventLog) all() []string {
 }
 
 // harness drives one DataPlane by calling Reconcile directly with a fake clock against the
-// real apiserver, playing the workload controllers and the injector (fleetSim) between ticks.
+// real apiserver, playing the workload controllers and the injector (fleetSim) between ticks, with
+// the simulated Linkerd control plane (test/controlplane) as real Deployments.
 type harness struct {
 	t        *testing.T
 	ctx      context.Context
@@ -109,6 +111,9 @@ type harness struct {
 
 func newHarness(t *testing.T, m sluicev1.Mesh) *harness {
 	testenv.Require(t, env)
+	if err := controlplane.InstallLinkerd(context.Background(), env.Client, "edge-26.6.3"); err != nil {
+		t.Fatal(err)
+	}
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	h := &harness{t: t, ctx: context.Background(), c: env.Client, clock: clocktesting.NewFakeClock(start), start: start,
 		analyzer: &scriptedAnalyzer{}, notifier: &countingNotifier{}, events: &eventLog{},
@@ -116,7 +121,21 @@ func newHarness(t *testing.T, m sluicev1.Mesh) *harness {
 	h.name = "upgrade-" + h.id
 	h.r = h.newReconciler()
 	h.sim = newFleetSim(env.Client, m, "edge-26.6.3")
+	h.upgradeControlPlane("edge-26.6.3")
 	return h
+}
+
+// upgradeControlPlane moves the simulated Linkerd control plane to version (rolled out and
+// available), and with it the version the injector gives unpinned pods.
+func (h *harness) upgradeControlPlane(version string) {
+	h.t.Helper()
+	if err := controlplane.UpgradeLinkerd(h.ctx, h.c, version); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := controlplane.MarkAvailable(h.ctx, h.c, controlplane.Namespace); err != nil {
+		h.t.Fatal(err)
+	}
+	h.sim.defaultVersion = version
 }
 
 func (h *harness) newReconciler() *Reconciler {
@@ -151,15 +170,26 @@ func (h *harness) fleet(n int, labels, annotations map[string]string) {
 	}
 }
 
-// create creates the DataPlane, selecting this test's fleet.
+// create creates the DataPlane, selecting this test's fleet (unless spec selects otherwise), and
+// reconciles once: the controller adds its finalizer first. Cleanup deletes it and lets the
+// controller finalize it.
 func (h *harness) create(spec sluicev1.DataPlaneSpec) {
 	h.t.Helper()
-	spec.NamespaceSelector = &sluicev1.NamespaceSelector{MatchLabels: map[string]string{"fleet": h.id}}
+	if spec.NamespaceSelector == nil {
+		spec.NamespaceSelector = &sluicev1.NamespaceSelector{MatchLabels: map[string]string{"fleet": h.id}}
+	}
 	dp := &sluicev1.DataPlane{ObjectMeta: metav1.ObjectMeta{Name: h.name}, Spec: spec}
 	if err := h.c.Create(h.ctx, dp); err != nil {
 		h.t.Fatal(err)
 	}
-	h.t.Cleanup(func() { _ = env.Client.Delete(context.Background(), dp) })
+	h.t.Cleanup(func() {
+		ctx := context.Background()
+		_ = env.Client.Delete(ctx, dp)
+		_, _ = h.newReconciler().Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: h.name}})
+	})
+	if _, err := h.r.Reconcile(h.ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: h.name}}); err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 func (h *harness) get() *sluicev1.DataPlane {

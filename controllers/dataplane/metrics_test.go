@@ -14,17 +14,17 @@ func TestMetricsFollowStatus(t *testing.T) {
 		Status: sluicev1.DataPlaneStatus{Phase: sluicev1.DataPlaneProgressing, CurrentWave: 2, Desired: 36, Current: 18}}
 	observeMetrics(dp)
 	for name, tt := range map[string]struct{ got, want float64 }{
-		"phase":   {testutil.ToFloat64(puPhase.WithLabelValues("m")), 2},
-		"wave":    {testutil.ToFloat64(puWave.WithLabelValues("m")), 2},
-		"desired": {testutil.ToFloat64(puDesired.WithLabelValues("m")), 36},
-		"current": {testutil.ToFloat64(puCurrent.WithLabelValues("m")), 18},
+		"phase":   {testutil.ToFloat64(dpPhase.WithLabelValues("m")), 2},
+		"wave":    {testutil.ToFloat64(dpWave.WithLabelValues("m")), 2},
+		"desired": {testutil.ToFloat64(dpDesired.WithLabelValues("m")), 36},
+		"current": {testutil.ToFloat64(dpCurrent.WithLabelValues("m")), 18},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("%s = %v, want %v", name, tt.got, tt.want)
 		}
 	}
 	forgetMetrics("m")
-	if n := testutil.CollectAndCount(puDesired); n != 0 {
+	if n := testutil.CollectAndCount(dpDesired); n != 0 {
 		t.Errorf("%d series left after forgetMetrics", n)
 	}
 }

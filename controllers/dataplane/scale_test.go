@@ -136,7 +136,7 @@ func TestScaleHundredNamespaces(t *testing.T) {
 	t0 := time.Now()
 	dp := &sluicev1.DataPlane{ObjectMeta: metav1.ObjectMeta{Name: "scale-" + id}, Spec: sluicev1.DataPlaneSpec{
 		Mesh:              sluicev1.MeshLinkerd,
-		Linkerd:           &sluicev1.LinkerdDataPlane{ProxyVersion: "edge-26.8.3"},
+		Version: "edge-26.8.3",
 		NamespaceSelector: &sluicev1.NamespaceSelector{MatchLabels: map[string]string{"fleet": id}},
 		CanaryNamespaces:  []string{ns(1)},
 		Waves:             sluicev1.DataPlaneWaves{Percent: ptr.To[int32](25)},
