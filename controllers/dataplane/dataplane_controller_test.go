@@ -20,6 +20,7 @@ import (
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/mesh"
 	"sluice.dev/sluice/test/controlplane"
+	"sluice.dev/sluice/test/testenv"
 )
 
 func successRate() []sluicev1.CanaryMetric {
@@ -42,7 +43,7 @@ func TestIstioRevisionWaveByWaveAndRollback(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := controlplane.MarkAvailable(h.ctx, h.c, controlplane.IstioNamespace); err != nil {
+	if err := testenv.MarkRolledOut(h.ctx, h.c, controlplane.IstioNamespace); err != nil {
 		t.Fatal(err)
 	}
 	h.create(sluicev1.DataPlaneSpec{

@@ -132,7 +132,7 @@ func (h *harness) upgradeControlPlane(version string) {
 	if err := controlplane.UpgradeLinkerd(h.ctx, h.c, version); err != nil {
 		h.t.Fatal(err)
 	}
-	if err := controlplane.MarkAvailable(h.ctx, h.c, controlplane.Namespace); err != nil {
+	if err := testenv.MarkRolledOut(h.ctx, h.c, controlplane.Namespace); err != nil {
 		h.t.Fatal(err)
 	}
 	h.sim.defaultVersion = version

@@ -4,8 +4,8 @@
 // cr.l5d.io/linkerd/proxy:VERSION, labelled linkerd.io/control-plane-component as Linkerd labels
 // them), and one istiod Deployment per Istio revision in istio-system. Upgrade rewrites the
 // Deployments the way `linkerd upgrade | kubectl apply -f -` does. On the local kwok cluster the
-// real Deployment controller rolls them out; on envtest (no controllers) MarkAvailable writes the
-// status a rolled-out Deployment would have. The simulated injector (test/injector) follows the
+// real Deployment controller rolls them out; on envtest (no controllers) testenv.MarkRolledOut
+// writes the status a rolled-out Deployment would have. The simulated injector (test/injector) follows the
 // proxy-injector Deployment: it injects its version, and nothing while it is unavailable.
 package controlplane
 
@@ -15,7 +15,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -114,31 +113,6 @@ func InstallIstiod(ctx context.Context, c client.Client, revision, image string)
 	}
 	if err := c.Create(ctx, d); client.IgnoreAlreadyExists(err) != nil {
 		return fmt.Errorf("creating istiod %s: %w", revision, err)
-	}
-	return nil
-}
-
-// MarkAvailable writes, for every Deployment of namespace ns, the status its controller would
-// write once rolled out (envtest runs no controllers): every replica updated and available.
-// errors: API errors.
-func MarkAvailable(ctx context.Context, c client.Client, ns string) error {
-	var list appsv1.DeploymentList
-	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		return err
-	}
-	for i := range list.Items {
-		d := &list.Items[i]
-		n := ptr.Deref(d.Spec.Replicas, 1)
-		want := appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n,
-			ReadyReplicas: n, AvailableReplicas: n}
-		if d.Status.ObservedGeneration == want.ObservedGeneration && d.Status.AvailableReplicas == n && d.Status.UpdatedReplicas == n &&
-			d.Status.Replicas == n {
-			continue
-		}
-		d.Status = want
-		if err := c.Status().Update(ctx, d); err != nil && !apierrors.IsConflict(err) {
-			return fmt.Errorf("marking %s/%s available: %w", ns, d.Name, err)
-		}
 	}
 	return nil
 }
