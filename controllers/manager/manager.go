@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"sluice.dev/sluice/analysis"
@@ -109,6 +110,13 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if err := r.SetupWithManager(ctx, mgr, workers); err != nil {
 		return nil, fmt.Errorf("setting up the canary controller: %w", err)
 	}
+	if len(o.Namespaces) > 0 {
+		// A data plane spans the cluster: with a cache limited to some namespaces the controller
+		// could not see the others, and would report a data plane up to date that is not.
+		log.FromContext(ctx).Info("The dataplane controller is off: the manager watches only some namespaces (--namespaces)",
+			"namespaces", o.Namespaces)
+		return addHealthChecks(mgr)
+	}
 	dp := &dataplane.Reconciler{
 		Client:    c,
 		APIReader: mgr.GetAPIReader(),
@@ -122,6 +130,10 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if err := dp.SetupWithManager(ctx, mgr, 2); err != nil {
 		return nil, fmt.Errorf("setting up the dataplane controller: %w", err)
 	}
+	return addHealthChecks(mgr)
+}
+
+func addHealthChecks(mgr ctrl.Manager) (ctrl.Manager, error) {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err
 	}
