@@ -81,8 +81,9 @@ func (r *Reconciler) observeNamespace(ctx context.Context, dp *sluicev1.DataPlan
 		}
 		if !meshed {
 			out.Unmeshed = append(out.Unmeshed, pod.Name)
-			if obj != nil {
-				add(ref, obj).Unmeshed++
+			if obj != nil && mesh.Live(pod) {
+				w := add(ref, obj)
+				w.Unmeshed = append(w.Unmeshed, waves.Pod{Name: pod.Name, UID: string(pod.UID), Ready: mesh.Ready(pod)})
 			}
 			continue
 		}

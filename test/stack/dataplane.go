@@ -9,8 +9,11 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,30 +21,50 @@ import (
 	"sluice.dev/sluice/test/injector"
 )
 
-// MeshedNamespace creates namespace name, labelled for the (simulated) Linkerd injector and with
-// fleet=<fleet>, running a Deployment (2 replicas), an OnDelete StatefulSet (2 replicas) and a
-// DaemonSet: every kind a manual `kubectl rollout restart deploy` upgrade forgets one of.
-// errors: objects the apiserver rejects.
-func (s *Stack) MeshedNamespace(ctx context.Context, name, fleet string) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
-		Labels: map[string]string{injector.LabelInject: injector.InjectEnabled, "fleet": fleet}}}
+// PodsPerNamespace is how many meshed pods FleetWorkloads run on the two-node cluster: web 2,
+// db 2, cache 1, agent 2 (the Job's pod finishes).
+const PodsPerNamespace = 7
+
+// FleetWorkloads are every kind of workload a manual `kubectl rollout restart deploy` upgrade
+// forgets one of, in namespace ns: a Deployment "web" (2 replicas), an OnDelete StatefulSet "db"
+// (2) behind a PodDisruptionBudget (maxUnavailable 1), a rolling StatefulSet "cache" (1), a
+// rolling DaemonSet "agent" (one pod per node) and a Job "migrate" that completes.
+func FleetWorkloads(ns string) []client.Object {
 	labels := func(app string) map[string]string { return map[string]string{"app": app} }
 	tpl := func(app string) corev1.PodTemplateSpec {
 		return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels(app)},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "ghcr.io/stefanprodan/podinfo:6.7.1"}}}}
 	}
-	for _, o := range []client.Object{
-		ns,
-		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: name}, Spec: appsv1.DeploymentSpec{
+	job := tpl("migrate")
+	job.Spec.RestartPolicy = corev1.RestartPolicyNever
+	headless := func(name string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone, Selector: labels(name), Ports: []corev1.ServicePort{{Port: 5432}}}}
+	}
+	return []client.Object{
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}, Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels("web")}, Template: tpl("web")}},
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: name}, Spec: corev1.ServiceSpec{
-			ClusterIP: corev1.ClusterIPNone, Selector: labels("db"), Ports: []corev1.ServicePort{{Port: 5432}}}},
-		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: name}, Spec: appsv1.StatefulSetSpec{
+		headless("db"),
+		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns}, Spec: appsv1.StatefulSetSpec{
 			Replicas: ptr.To[int32](2), ServiceName: "db", Selector: &metav1.LabelSelector{MatchLabels: labels("db")}, Template: tpl("db"),
 			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}}},
-		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: name}, Spec: appsv1.DaemonSetSpec{
+		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns}, Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels("db")}}},
+		headless("cache"),
+		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: ns}, Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To[int32](1), ServiceName: "cache", Selector: &metav1.LabelSelector{MatchLabels: labels("cache")}, Template: tpl("cache")}},
+		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: ns}, Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels("agent")}, Template: tpl("agent")}},
-	} {
+		&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "migrate", Namespace: ns}, Spec: batchv1.JobSpec{Template: job}},
+	}
+}
+
+// MeshedNamespace creates namespace name, labelled for the (simulated) Linkerd injector and with
+// fleet=<fleet>, running FleetWorkloads. errors: objects the apiserver rejects.
+func (s *Stack) MeshedNamespace(ctx context.Context, name, fleet string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Labels: map[string]string{injector.LabelInject: injector.InjectEnabled, "fleet": fleet}}}
+	for _, o := range append([]client.Object{ns}, FleetWorkloads(name)...) {
 		if err := s.Client.Create(ctx, o); client.IgnoreAlreadyExists(err) != nil {
 			return fmt.Errorf("creating %s in %s: %w", o.GetName(), name, err)
 		}
@@ -49,8 +72,8 @@ func (s *Stack) MeshedNamespace(ctx context.Context, name, fleet string) error {
 	return nil
 }
 
-// ProxyVersions returns how many running pods of each namespace run each proxy version, e.g.
-// {"mesh-1": {"edge-26.6.3": 6}}.
+// ProxyVersions returns how many running pods (Job pods aside) of each namespace run each proxy
+// version, "no-proxy" for pods without one, e.g. {"mesh-1": {"edge-26.6.3": 7}}.
 func (s *Stack) ProxyVersions(ctx context.Context, namespaces []string) (map[string]map[string]int, error) {
 	out := map[string]map[string]int{}
 	for _, ns := range namespaces {
@@ -60,9 +83,14 @@ func (s *Stack) ProxyVersions(ctx context.Context, namespaces []string) (map[str
 		}
 		out[ns] = map[string]int{}
 		for _, p := range pods.Items {
-			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-				out[ns][p.Annotations[injector.AnnotationProxyVersion]]++
+			if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+				continue
 			}
+			v := p.Annotations[injector.AnnotationProxyVersion]
+			if v == "" {
+				v = "no-proxy"
+			}
+			out[ns][v]++
 		}
 	}
 	return out, nil
@@ -93,9 +121,10 @@ func (s *Stack) WaitMeshed(ctx context.Context, namespaces []string, want int, v
 	}
 }
 
-// FollowDataPlane prints a line to out for every change of the DataPlane's waves until it
-// succeeds or fails, and returns it. errors: reading it, timeout.
-func (s *Stack) FollowDataPlane(ctx context.Context, name string, timeout time.Duration, out io.Writer) (*sluicev1.DataPlane, error) {
+// FollowDataPlane prints a line to out for every change of the DataPlane's phase, counts and
+// waves until it reaches one of until for its declared version, and returns it.
+// errors: reading it, timeout.
+func (s *Stack) FollowDataPlane(ctx context.Context, name string, timeout time.Duration, out io.Writer, until ...sluicev1.DataPlanePhase) (*sluicev1.DataPlane, error) {
 	start := time.Now()
 	last := ""
 	for {
@@ -108,12 +137,13 @@ func (s *Stack) FollowDataPlane(ctx context.Context, name string, timeout time.D
 			fmt.Fprintf(out, "%s  +%-5s %s\n", time.Now().Format("15:04:05"), time.Since(start).Round(time.Second), line)
 		}
 		last = line
-		switch dp.Status.Phase {
-		case sluicev1.DataPlaneUpToDate, sluicev1.DataPlaneRolledBack:
-			return dp, nil
+		for _, p := range until {
+			if dp.Status.Phase == p && dp.Status.Version == dp.Spec.Version {
+				return dp, nil
+			}
 		}
 		if time.Since(start) > timeout {
-			return dp, fmt.Errorf("proxy upgrade %s not done within %s: %s", name, timeout, line)
+			return dp, fmt.Errorf("dataplane %s not %v within %s: %s", name, until, timeout, line)
 		}
 		select {
 		case <-ctx.Done():
@@ -123,10 +153,14 @@ func (s *Stack) FollowDataPlane(ctx context.Context, name string, timeout time.D
 	}
 }
 
-// dataPlaneLine is one timeline line: phase, fleet DESIRED/CURRENT and every started wave.
+// dataPlaneLine is one timeline line: phase, version, fleet DESIRED/CURRENT and every started
+// wave, and the control plane when it holds the waves.
 func dataPlaneLine(dp *sluicev1.DataPlane) string {
 	s := dp.Status
-	parts := []string{fmt.Sprintf("%-11s desired %2d current %2d", s.Phase, s.Desired, s.Current)}
+	parts := []string{fmt.Sprintf("%-11s %s desired %2d current %2d", s.Phase, s.Version, s.Desired, s.Current)}
+	if !s.ControlPlane.Ready && s.ControlPlane.Message != "" {
+		parts = append(parts, "control plane not ready: "+s.ControlPlane.Message)
+	}
 	for i, w := range s.Waves {
 		if w.Phase == sluicev1.WavePending {
 			continue

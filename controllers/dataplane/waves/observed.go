@@ -93,8 +93,9 @@ type Workload struct {
 	// Pods are its running meshed pods (Job pods, finished pods and pods being deleted excluded),
 	// sorted by name.
 	Pods []Pod
-	// Unmeshed counts its running pods without the proxy that should have it.
-	Unmeshed int32
+	// Unmeshed are its running pods without the proxy that should have it (Version ""): they
+	// need a restart like pods on another version.
+	Unmeshed []Pod
 	// Terminating counts its meshed pods being deleted.
 	Terminating int32
 	// Problem is why its controller cannot create pods (a ReplicaSet's FailedCreate), if it
@@ -123,7 +124,7 @@ type Check struct {
 // settled reports whether w's controller caught up, nothing is being deleted, every pod it wants
 // runs with the proxy, and every running meshed pod is ready.
 func (w *Workload) settled() bool {
-	if !w.RolledOut || w.Terminating > 0 || w.Unmeshed > 0 || int32(len(w.Pods)) < w.Desired {
+	if !w.RolledOut || w.Terminating > 0 || len(w.Unmeshed) > 0 || int32(len(w.Pods)) < w.Desired {
 		return false
 	}
 	for _, p := range w.Pods {
@@ -134,7 +135,7 @@ func (w *Workload) settled() bool {
 	return true
 }
 
-// stale returns the pods of w not at version want.
+// stale returns the pods of w not at version want, those without the proxy included.
 func (w *Workload) stale(want string) []Pod {
 	var out []Pod
 	for _, p := range w.Pods {
@@ -142,11 +143,11 @@ func (w *Workload) stale(want string) []Pod {
 			out = append(out, p)
 		}
 	}
-	return out
+	return append(out, w.Unmeshed...)
 }
 
 func (w *Workload) hasPod(uid string) bool {
-	for _, p := range w.Pods {
+	for _, p := range append(w.Pods, w.Unmeshed...) {
 		if p.UID == uid {
 			return true
 		}

@@ -83,6 +83,18 @@ func TestGoldenInjectorDownMidWave(t *testing.T) {
 	if len(w.notifications) != 1 || w.notifications[0].Event != "Failed" {
 		t.Errorf("notifications %+v", w.notifications)
 	}
+	// The injector is back; `kubectl sluice retry` runs the version again: the pods without the
+	// proxy are restarted like any stale pod, and the data plane converges.
+	w.log = append(w.log, "        (the injector is back; sluice.dev/retry=2026-11-30T13:00:00Z)")
+	w.injectorDown = false
+	w.cp = ControlPlane{Version: newVersion, Ready: true, InjectorAvailable: true}
+	w.requests[sluicev1.AnnotationRetry] = "2026-11-30T13:00:00Z"
+	w.runUntil(t, 200, sluicev1.DataPlaneUpToDate)
+	for _, ns := range []string{"ns-1", "ns-2"} {
+		if v := w.versions(ns); v != newVersion+" x6" {
+			t.Errorf("%s runs %s", ns, v)
+		}
+	}
 	golden.Assert(t, "injector-down-mid-wave", w.log)
 }
 

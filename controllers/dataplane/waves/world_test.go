@@ -195,7 +195,7 @@ func (w *world) observe() Observed {
 					continue
 				}
 				if p.unmeshed {
-					ow.Unmeshed++
+					ow.Unmeshed = append(ow.Unmeshed, Pod{Name: p.name, UID: p.uid, Ready: p.ready})
 					n.Unmeshed = append(n.Unmeshed, p.name)
 					continue
 				}
