@@ -42,14 +42,14 @@ func TestAlertNotifierDeliversThroughAlertProviders(t *testing.T) {
 		Status: sluicev1.DataPlaneStatus{Phase: sluicev1.DataPlaneRolledBack, Version: "edge-26.8.3"}}
 	n := AlertNotifier{Sender: notify.New(c, notify.Options{})}
 	ctx := context.Background()
-	if err := n.Notify(ctx, dp, waves.Notification{Event: "Succeeded", Severity: sluicev1.SeverityInfo, Message: "done"}); err != nil {
+	if err := n.Notify(ctx, dp, waves.Notification{Event: "UpToDate", Severity: sluicev1.SeverityInfo, Message: "done"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.Notify(ctx, dp, waves.Notification{Event: "Failed", Severity: sluicev1.SeverityError, Message: "wave 1 rolled back"}); err != nil {
+	if err := n.Notify(ctx, dp, waves.Notification{Event: "RolledBack", Severity: sluicev1.SeverityError, Message: "wave 1 rolled back"}); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 1 || got[0].Name != "linkerd-edge" || got[0].Event != "DataPlaneRolledBack" || got[0].Text != "wave 1 rolled back" ||
 		got[0].Revision != "edge-26.8.3" {
-		t.Fatalf("received %+v; want only the Failed notification of linkerd-edge", got)
+		t.Fatalf("received %+v; want only the RolledBack notification of linkerd-edge", got)
 	}
 }

@@ -158,7 +158,7 @@ func TestDataPlaneTableColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cells := fmt.Sprint(fresh.Rows[0].Cells[:7]); cells != "[table-columns linkerd  0 0 0 ]" {
+	if cells := fmt.Sprint(fresh.Rows[0].Cells[:7]); cells != "[table-columns linkerd <nil> 0 0 0 <nil>]" {
 		t.Fatalf("fresh row %q: counts must read 0", cells)
 	}
 	dp.Status = sluicev1.DataPlaneStatus{Phase: sluicev1.DataPlaneProgressing, Version: "edge-26.8.3", CurrentWave: 2, Desired: 27, Current: 11}

@@ -58,7 +58,6 @@ func TestControlPlaneFirst(t *testing.T) {
 // namespaces of the wave that starts.
 func TestScopeNeverTouchesProtectedNamespaces(t *testing.T) {
 	h := newHarness(t, sluicev1.MeshLinkerd)
-	h.upgradeControlPlane("edge-26.8.3")
 	h.fleet(3, map[string]string{mesh.LinkerdInject: "enabled"}, nil)
 	for _, name := range []string{"kube-system", "linkerd"} {
 		ns := &corev1.Namespace{}
@@ -91,6 +90,10 @@ func TestScopeNeverTouchesProtectedNamespaces(t *testing.T) {
 		}
 		_ = h.c.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace("kube-system"))
 	})
+	if err := h.sim.sync(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.upgradeControlPlane("edge-26.8.3")
 	h.create(sluicev1.DataPlaneSpec{Mesh: sluicev1.MeshLinkerd, Version: "edge-26.8.3", BakeTime: "1m",
 		CanaryNamespaces: []string{h.ns(1)}, MaxUnavailable: ptr.To[int32](3),
 		NamespaceSelector: &sluicev1.NamespaceSelector{MatchLabels: map[string]string{"fleet": h.id}}})
@@ -138,6 +141,11 @@ func TestScopeNeverTouchesProtectedNamespaces(t *testing.T) {
 	}
 	if got := h.sim.versions(t, "kube-system"); got != "[edge-26.6.3 x6]" {
 		t.Errorf("kube-system runs %s", got)
+	}
+	for k, n := range h.sim.rollouts {
+		if strings.HasPrefix(k, "kube-system/") && n > 0 {
+			t.Errorf("%s rolled out %d times", k, n)
+		}
 	}
 	c := apimeta.FindStatusCondition(dp.Status.Conditions, sluicev1.ConditionNamespacesSkipped)
 	if c == nil || !strings.Contains(c.Message, "kube-system is a Kubernetes system namespace") ||

@@ -25,6 +25,7 @@ import (
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/dataplane/waves"
+	"sluice.dev/sluice/test/controlplane"
 	"sluice.dev/sluice/test/testenv"
 )
 
@@ -128,6 +129,15 @@ func TestScaleHundredNamespaces(t *testing.T) {
 	t.Logf("fleet of %d namespaces, %d workloads and pods created in %s", scaleNamespaces, total, time.Since(tCreate).Round(time.Second))
 
 	// The control plane moved; upgrade the data plane.
+	if err := controlplane.InstallLinkerd(ctx, env.Client, "edge-26.8.3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := controlplane.UpgradeLinkerd(ctx, env.Client, "edge-26.8.3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := testenv.MarkRolledOut(ctx, env.Client, controlplane.Namespace); err != nil {
+		t.Fatal(err)
+	}
 	sim.setDefault("edge-26.8.3")
 	counter.reset()
 	busy0, n0 := reconcileTime(t)
@@ -136,7 +146,7 @@ func TestScaleHundredNamespaces(t *testing.T) {
 	t0 := time.Now()
 	dp := &sluicev1.DataPlane{ObjectMeta: metav1.ObjectMeta{Name: "scale-" + id}, Spec: sluicev1.DataPlaneSpec{
 		Mesh:              sluicev1.MeshLinkerd,
-		Version: "edge-26.8.3",
+		Version:           "edge-26.8.3",
 		NamespaceSelector: &sluicev1.NamespaceSelector{MatchLabels: map[string]string{"fleet": id}},
 		CanaryNamespaces:  []string{ns(1)},
 		Waves:             sluicev1.DataPlaneWaves{Percent: ptr.To[int32](25)},

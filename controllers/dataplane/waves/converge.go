@@ -75,7 +75,7 @@ func (d *Decision) drift(o Observed, drifted, stale []string) {
 	d.setPhase(sluicev1.DataPlaneDrifted, o.Now)
 	msg := fmt.Sprintf("%d pods left %s after convergence: %s", len(all), s.Version, strings.Join(capped(all, 5), ", "))
 	d.warning(sluicev1.ReasonDrifted, "%s", msg)
-	d.notify("Drifted/"+token(s.DriftDetectedAt), sluicev1.SeverityWarn, "Data plane drifted: "+msg)
+	d.notifyKeyed(s.Version+"/Drifted/"+token(s.DriftDetectedAt), "Drifted", sluicev1.SeverityWarn, "Data plane drifted: "+msg)
 	if o.Spec.DriftPolicy == sluicev1.DriftRestart && len(drifted) > 0 {
 		d.repairWave(o)
 	}

@@ -125,9 +125,13 @@ func (d *Decision) warning(reason, format string, args ...any) {
 	d.Events = append(d.Events, Event{Type: corev1.EventTypeWarning, Reason: reason, Message: fmt.Sprintf(format, args...)})
 }
 
-// notify adds a notification unless its key was sent in this run.
+// notify adds a notification unless it was sent in this run (key: version/event).
 func (d *Decision) notify(event string, sev sluicev1.AlertSeverity, msg string) {
-	key := d.Status.Version + "/" + event
+	d.notifyKeyed(d.Status.Version+"/"+event, event, sev, msg)
+}
+
+// notifyKeyed adds a notification unless key was sent in this run.
+func (d *Decision) notifyKeyed(key, event string, sev sluicev1.AlertSeverity, msg string) {
 	for _, k := range d.Status.Notifications {
 		if k == key {
 			return
