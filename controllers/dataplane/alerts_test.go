@@ -40,12 +40,16 @@ func TestAlertNotifierDeliversThroughAlertProviders(t *testing.T) {
 		Spec: sluicev1.DataPlaneSpec{Analysis: sluicev1.DataPlaneAnalysis{Alerts: []sluicev1.CanaryAlert{{Name: "oncall",
 			Severity: sluicev1.SeverityError, ProviderRef: sluicev1.CrossNamespaceObjectReference{Name: "oncall", Namespace: "ops"}}}}},
 		Status: sluicev1.DataPlaneStatus{Phase: sluicev1.DataPlaneRolledBack, Version: "edge-26.8.3"}}
-	n := AlertNotifier{Sender: notify.New(c, notify.Options{})}
+	n := notify.New(c, notify.Options{})
 	ctx := context.Background()
-	if err := n.Notify(ctx, dp, waves.Notification{Event: "UpToDate", Severity: sluicev1.SeverityInfo, Message: "done"}); err != nil {
+	alerts := dp.Spec.Analysis.Alerts
+	if err := n.Check(ctx, "", alerts); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.Notify(ctx, dp, waves.Notification{Event: "RolledBack", Severity: sluicev1.SeverityError, Message: "wave 1 rolled back"}); err != nil {
+	if err := n.Send(ctx, alerts, notification(dp, waves.Notification{Event: "UpToDate", Severity: sluicev1.SeverityInfo, Message: "done"})); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Send(ctx, alerts, notification(dp, waves.Notification{Event: "RolledBack", Severity: sluicev1.SeverityError, Message: "wave 1 rolled back"})); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 1 || got[0].Name != "linkerd-edge" || got[0].Event != "DataPlaneRolledBack" || got[0].Text != "wave 1 rolled back" ||

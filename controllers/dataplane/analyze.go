@@ -9,6 +9,7 @@ import (
 
 	"sluice.dev/sluice/analysis"
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/internal/reconcilekit"
 	"sluice.dev/sluice/controllers/dataplane/waves"
 )
 
@@ -27,7 +28,7 @@ func (r *Reconciler) analysisFor(dp *sluicev1.DataPlane, ns string) analysis.Nam
 // when any metric of any namespace fails. errors: stalled when the analysis cannot run at all.
 func (r *Reconciler) analyze(ctx context.Context, dp *sluicev1.DataPlane, namespaces []string, now time.Time) (*waves.Check, error) {
 	if r.Analyzer == nil {
-		return nil, stalled(sluicev1.ReasonInvalidSpec, "spec.analysis has metrics but this controller has no analyzer")
+		return nil, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "spec.analysis has metrics but this controller has no analyzer")
 	}
 	checks := make([]analysis.Check, len(namespaces))
 	errs := make([]error, len(namespaces))
@@ -49,7 +50,7 @@ func (r *Reconciler) analyze(ctx context.Context, dp *sluicev1.DataPlane, namesp
 	var failures []string
 	for i, ns := range namespaces {
 		if errs[i] != nil {
-			return nil, stalled(sluicev1.ReasonInvalidSpec, "analysis of namespace %s: %w", ns, errs[i])
+			return nil, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "analysis of namespace %s: %w", ns, errs[i])
 		}
 		for _, res := range checks[i].Results {
 			out.Results = append(out.Results, sluicev1.NamespaceMetricResult{Namespace: ns, MetricResult: res})

@@ -86,7 +86,9 @@ func TestDataPlaneAdmission(t *testing.T) {
 			"spec: mesh linkerd declares spec.version (the proxy version), mesh istio declares spec.revision"},
 		{"linkerd without a version", func(s *sluicev1.DataPlaneSpec) { s.Version = "" }, "mesh linkerd declares spec.version"},
 		{"istio with a version", func(s *sluicev1.DataPlaneSpec) { s.Mesh = sluicev1.MeshIstio }, "mesh istio declares spec.revision"},
-		{"canary kube-system", func(s *sluicev1.DataPlaneSpec) { s.NamespaceSelector, s.CanaryNamespaces = nil, []string{"kube-system"} },
+		{"canary kube-system", func(s *sluicev1.DataPlaneSpec) {
+			s.NamespaceSelector, s.CanaryNamespaces = nil, []string{"kube-system"}
+		},
 			"spec.canaryNamespaces must not name kube-system, kube-public, kube-node-lease or the mesh's control-plane namespace"},
 		{"canary control-plane namespace", func(s *sluicev1.DataPlaneSpec) { s.NamespaceSelector, s.CanaryNamespaces = nil, []string{"linkerd"} },
 			"spec.canaryNamespaces must not name"},

@@ -5,29 +5,23 @@ import (
 	"strings"
 	"time"
 
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/dataplane/waves"
+	"sluice.dev/sluice/controllers/internal/planevent"
+	"sluice.dev/sluice/controllers/internal/reconcilekit"
 )
-
-// setCondition sets a condition with the DataPlane's generation.
-func setCondition(dp *sluicev1.DataPlane, typ string, status metav1.ConditionStatus, reason, msg string) {
-	apimeta.SetStatusCondition(&dp.Status.Conditions, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: dp.Generation,
-	})
-}
 
 // setAbnormal sets the abnormal-true condition typ when msg is not empty and removes it
 // otherwise; it reports whether it became True or its message changed.
 func setAbnormal(dp *sluicev1.DataPlane, typ, reason, msg string) bool {
 	if msg == "" {
-		apimeta.RemoveStatusCondition(&dp.Status.Conditions, typ)
+		reconcilekit.RemoveCondition(dp, typ)
 		return false
 	}
-	prev := apimeta.FindStatusCondition(dp.Status.Conditions, typ)
-	setCondition(dp, typ, metav1.ConditionTrue, reason, msg)
+	prev := reconcilekit.FindCondition(dp, typ)
+	reconcilekit.SetCondition(dp, typ, metav1.ConditionTrue, reason, msg)
 	return prev == nil || prev.Message != msg
 }
 
@@ -35,21 +29,18 @@ func setAbnormal(dp *sluicev1.DataPlane, typ, reason, msg string) bool {
 // only when UpToDate; False with the root cause when RolledBack, Failed, Incomplete or Drifted;
 // Unknown while a run is in flight), Reconciling while a run is in flight, and the abnormal-true
 // ControlPlaneNotReady, Blocked, UnmanagedPods, Drifted and NamespacesSkipped. A Blocked
-// condition that appears or changes is also a warning event.
-func setConditions(dp *sluicev1.DataPlane, d *waves.Decision, out *outbox) {
+// condition that appears or changes is also a warning event, which it returns.
+func setConditions(dp *sluicev1.DataPlane, d *waves.Decision) []planevent.Event {
 	s := &dp.Status
 	reason, msg := readiness(s, d.Hold)
+	summary := reconcilekit.Summary{Ready: metav1.ConditionUnknown, Reason: reason, Message: msg, Reconciling: true}
 	switch s.Phase {
 	case sluicev1.DataPlaneUpToDate:
-		setCondition(dp, sluicev1.ConditionReady, metav1.ConditionTrue, reason, msg)
-		apimeta.RemoveStatusCondition(&s.Conditions, sluicev1.ConditionReconciling)
+		summary.Ready, summary.Reconciling = metav1.ConditionTrue, false
 	case sluicev1.DataPlaneRolledBack, sluicev1.DataPlaneFailed, sluicev1.DataPlaneIncomplete, sluicev1.DataPlaneDrifted:
-		setCondition(dp, sluicev1.ConditionReady, metav1.ConditionFalse, reason, msg)
-		apimeta.RemoveStatusCondition(&s.Conditions, sluicev1.ConditionReconciling)
-	default:
-		setCondition(dp, sluicev1.ConditionReady, metav1.ConditionUnknown, reason, msg)
-		setCondition(dp, sluicev1.ConditionReconciling, metav1.ConditionTrue, reason, msg)
+		summary.Ready, summary.Reconciling = metav1.ConditionFalse, false
 	}
+	reconcilekit.SetSummary(dp, summary)
 
 	cpMsg := ""
 	if !s.ControlPlane.Ready {
@@ -65,8 +56,9 @@ func setConditions(dp *sluicev1.DataPlane, d *waves.Decision, out *outbox) {
 		}
 		blocked, blockReason = strings.Join(capped(parts, 6), "; "), d.Blockers[0].Reason
 	}
+	var events []planevent.Event
 	if setAbnormal(dp, sluicev1.ConditionBlocked, blockReason, blocked) {
-		out.warning(blockReason, "Wave blocked: "+blocked)
+		events = append(events, planevent.Warning(blockReason, "Wave blocked: "+blocked))
 	}
 
 	unmanaged := ""
@@ -92,6 +84,7 @@ func setConditions(dp *sluicev1.DataPlane, d *waves.Decision, out *outbox) {
 		skipped, skipReason = strings.Join(parts, "; "), s.Skipped[0].Reason
 	}
 	setAbnormal(dp, sluicev1.ConditionNamespacesSkipped, skipReason, skipped)
+	return events
 }
 
 // readiness is the reason and message of the Ready condition: where the run is, or, once it
@@ -143,29 +136,6 @@ func currentWave(s *sluicev1.DataPlaneStatus) *sluicev1.DataPlaneWave {
 		return &s.Waves[s.CurrentWave]
 	}
 	return nil
-}
-
-// markStalled sets Stalled=True (and Ready=False) with reason and message; it reports whether the
-// condition changed, so the event is recorded once.
-func markStalled(dp *sluicev1.DataPlane, reason, msg string) bool {
-	prev := apimeta.FindStatusCondition(dp.Status.Conditions, sluicev1.ConditionStalled)
-	changed := prev == nil || prev.Status != metav1.ConditionTrue || prev.Reason != reason || prev.Message != msg
-	setCondition(dp, sluicev1.ConditionStalled, metav1.ConditionTrue, reason, msg)
-	setCondition(dp, sluicev1.ConditionReady, metav1.ConditionFalse, reason, msg)
-	return changed
-}
-
-// clearStalled removes the Stalled condition after a tick that made progress.
-func clearStalled(dp *sluicev1.DataPlane) {
-	apimeta.RemoveStatusCondition(&dp.Status.Conditions, sluicev1.ConditionStalled)
-}
-
-// markSuspended records that reconciliation is suspended; it reports whether that is new.
-func markSuspended(dp *sluicev1.DataPlane) bool {
-	prev := apimeta.FindStatusCondition(dp.Status.Conditions, sluicev1.ConditionReconciling)
-	setCondition(dp, sluicev1.ConditionReconciling, metav1.ConditionFalse, sluicev1.ReasonSuspended,
-		"Reconciliation is suspended (spec.suspend): no wave starts, no pod restarts")
-	return prev == nil || prev.Reason != sluicev1.ReasonSuspended
 }
 
 // capped keeps the first n items and says how many more there were.

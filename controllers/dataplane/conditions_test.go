@@ -68,7 +68,7 @@ func TestSetConditions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dp := &sluicev1.DataPlane{Status: tc.status}
 			dp.Status.Conditions = []metav1.Condition{{Type: sluicev1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: "x"}}
-			setConditions(dp, &waves.Decision{Hold: tc.hold}, &outbox{})
+			setConditions(dp, &waves.Decision{Hold: tc.hold})
 			check := func(typ string, want *cond) {
 				got := apimeta.FindStatusCondition(dp.Status.Conditions, typ)
 				switch {
@@ -84,24 +84,17 @@ func TestSetConditions(t *testing.T) {
 	}
 }
 
-func TestStalledAndSkipped(t *testing.T) {
+func TestNamespacesSkipped(t *testing.T) {
 	dp := &sluicev1.DataPlane{}
-	if !markStalled(dp, sluicev1.ReasonInvalidSpec, "bad") || markStalled(dp, sluicev1.ReasonInvalidSpec, "bad") {
-		t.Fatal("markStalled must report a change exactly once")
-	}
-	clearStalled(dp)
-	if apimeta.FindStatusCondition(dp.Status.Conditions, sluicev1.ConditionStalled) != nil {
-		t.Fatal("Stalled not cleared")
-	}
 	dp.Status = sluicev1.DataPlaneStatus{Phase: sluicev1.DataPlaneProgressing, Skipped: []sluicev1.SkippedNamespace{
 		{Namespace: "legacy", Reason: sluicev1.ReasonIstioInjectionLabel, Message: "namespace legacy has istio-injection=enabled"}}}
-	setConditions(dp, &waves.Decision{}, &outbox{})
+	setConditions(dp, &waves.Decision{})
 	c := apimeta.FindStatusCondition(dp.Status.Conditions, sluicev1.ConditionNamespacesSkipped)
 	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != sluicev1.ReasonIstioInjectionLabel || c.Message != "namespace legacy has istio-injection=enabled" {
 		t.Fatalf("NamespacesSkipped %+v", c)
 	}
 	dp.Status.Skipped = nil
-	setConditions(dp, &waves.Decision{}, &outbox{})
+	setConditions(dp, &waves.Decision{})
 	if apimeta.FindStatusCondition(dp.Status.Conditions, sluicev1.ConditionNamespacesSkipped) != nil {
 		t.Fatal("NamespacesSkipped kept without skipped namespaces")
 	}
@@ -116,9 +109,8 @@ func TestAbnormalConditions(t *testing.T) {
 		UnmanagedPods: []string{"ns-1/debug"}}}
 	block := waves.Blocker{Namespace: "ns-1", Reason: sluicev1.ReasonEvictionBlocked,
 		Message: "eviction of pod ns-1/db-1 (StatefulSet db) refused by PodDisruptionBudget ns-1/db (0 disruptions allowed, 1 of 2 pods healthy)"}
-	out := &outbox{}
-	setConditions(dp, &waves.Decision{Blockers: []waves.Blocker{block}}, out)
-	setConditions(dp, &waves.Decision{Blockers: []waves.Blocker{block}}, out) // the same block: no second event
+	events := setConditions(dp, &waves.Decision{Blockers: []waves.Blocker{block}})
+	events = append(events, setConditions(dp, &waves.Decision{Blockers: []waves.Blocker{block}})...) // the same block: no second event
 	get := func(typ string) *metav1.Condition { return apimeta.FindStatusCondition(dp.Status.Conditions, typ) }
 	if c := get(sluicev1.ConditionControlPlaneNotReady); c == nil || c.Message !=
 		"Linkerd control plane is not ready for edge-26.8.3: linkerd/linkerd-destination runs edge-26.6.3, not edge-26.8.3 (control plane seen at edge-26.6.3)" {
@@ -127,15 +119,15 @@ func TestAbnormalConditions(t *testing.T) {
 	if c := get(sluicev1.ConditionBlocked); c == nil || c.Reason != sluicev1.ReasonEvictionBlocked || c.Message != block.Message {
 		t.Errorf("Blocked %+v", c)
 	}
-	if len(out.events) != 1 || out.events[0].Reason != sluicev1.ReasonEvictionBlocked || out.events[0].Type != "Warning" {
-		t.Errorf("events %+v", out.events)
+	if len(events) != 1 || events[0].Reason != sluicev1.ReasonEvictionBlocked || events[0].Type != "Warning" {
+		t.Errorf("events %+v", events)
 	}
 	if c := get(sluicev1.ConditionUnmanagedPods); c == nil || !strings.Contains(c.Message, "ns-1/debug") {
 		t.Errorf("UnmanagedPods %+v", c)
 	}
 	dp.Status.Phase, dp.Status.DriftedPods = sluicev1.DataPlaneDrifted, []string{"ns-2/web-1"}
 	dp.Status.ControlPlane, dp.Status.UnmanagedPods = sluicev1.ControlPlaneStatus{Ready: true, Version: "edge-26.8.3"}, nil
-	setConditions(dp, &waves.Decision{}, out)
+	setConditions(dp, &waves.Decision{})
 	if c := get(sluicev1.ConditionDrifted); c == nil || !strings.Contains(c.Message, "ns-2/web-1") {
 		t.Errorf("Drifted %+v", c)
 	}

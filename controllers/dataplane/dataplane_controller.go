@@ -2,23 +2,21 @@ package dataplane
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"sluice.dev/sluice/analysis"
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/internal/planevent"
+	"sluice.dev/sluice/controllers/internal/reconcilekit"
 )
 
 // Analyzer runs the analysis of one namespace; analysis.Engine implements it against Prometheus.
@@ -53,7 +51,9 @@ type Options struct {
 }
 
 // Reconciler drives DataPlanes. Reads go through the manager's cache; nothing is written when
-// nothing changed.
+// nothing changed. Its reconcile loop is the shared one (controllers/internal/reconcilekit): one
+// status patch per tick, and the tick's events and notifications delivered only once it
+// succeeded.
 type Reconciler struct {
 	client.Client
 	// APIReader reads around the cache: before a tick restarts, evicts or runs a check, the
@@ -63,17 +63,16 @@ type Reconciler struct {
 	// Clock is the only source of time (a fake in tests). Default: the real clock.
 	Clock    clock.PassiveClock
 	Analyzer Analyzer
-	// Notifier delivers notifications. Default NopNotifier.
-	Notifier Notifier
+	// Notifier delivers notifications to the AlertProviders of spec.analysis.alerts
+	// (notify.Notifier). Optional: without one, notifications are dropped.
+	Notifier reconcilekit.Notifier
 	// Pods lists pods. Default: the cache.
 	Pods PodLister
 	// Evictor evicts pods. Default: the Eviction API through the client.
 	Evictor Evictor
 	Options
 
-	// patchedFrom maps each DataPlane to the resourceVersion its last status patch started from,
-	// so a tick on a cache that has not seen that write yet is skipped (see cacheBehindOwnWrite).
-	patchedFrom sync.Map
+	writes reconcilekit.WriteLog
 }
 
 // +kubebuilder:rbac:groups=sluice.dev,resources=dataplanes,verbs=get;list;watch;update;patch
@@ -90,20 +89,21 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=argoproj.io,resources=rollouts,verbs=get;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile runs one tick for a DataPlane: fetch, one deferred status patch that delivers the
-// tick's outbox (events, notifications) only once it succeeded, deletion, finalizer, another
-// DataPlane for the same mesh, suspend, then the data-plane step.
+func (r *Reconciler) kit() reconcilekit.Kit {
+	return reconcilekit.Kit{Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder, Clock: r.Clock, Writes: &r.writes}
+}
+
+// Reconcile runs one tick for a DataPlane, in a fixed order: fetch, deletion (the finalizer
+// leaves every namespace coherent), finalizer, then one tick whose status patch delivers its
+// outbox: another DataPlane declaring the same mesh, suspend, the alert providers, the
+// data-plane step.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	dp := &sluicev1.DataPlane{}
 	if err := r.Get(ctx, req.NamespacedName, dp); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetMetrics(req.Name)
-			r.patchedFrom.Delete(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if r.cacheBehindOwnWrite(dp) {
-		return ctrl.Result{RequeueAfter: staleRetry}, nil
 	}
 	if !dp.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, dp)
@@ -114,42 +114,41 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if err := r.Patch(ctx, dp, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
 		}
-		return ctrl.Result{RequeueAfter: staleRetry}, nil
+		return reconcilekit.StaleResult(), nil
 	}
-
-	base := dp.DeepCopy()
-	out := &outbox{}
-	defer func() {
-		err := r.patchStatus(ctx, base, dp)
-		switch {
-		case apierrors.IsConflict(err):
-			// The cached DataPlane was stale: drop this tick's status and its outbox, decide again.
-			log.FromContext(ctx).V(1).Info("Status patch conflicted; retrying", "error", err.Error())
-			result, retErr = ctrl.Result{RequeueAfter: staleRetry}, nil
-		case err != nil:
-			retErr = errors.Join(retErr, err)
-		default:
-			r.deliver(ctx, dp, out)
-			observeMetrics(dp)
-		}
-	}()
-
-	if first, err := r.firstOfMesh(ctx, dp); err != nil {
-		return ctrl.Result{}, err
-	} else if first != "" {
-		msg := fmt.Sprintf("DataPlane %s already declares the %s data plane: one DataPlane per mesh; delete this one or that one", first, dp.Spec.Mesh)
-		if markStalled(dp, sluicev1.ReasonDuplicateDataPlane, msg) {
-			out.warning(sluicev1.ReasonDuplicateDataPlane, msg)
-		}
-		return ctrl.Result{RequeueAfter: stalledRetry}, nil
+	tick, ok := r.kit().Begin(dp)
+	if !ok {
+		return reconcilekit.StaleResult(), nil
 	}
+	defer func() { result, retErr = tick.End(ctx, result, retErr) }()
+	tick.Defer(func(context.Context) { observeMetrics(dp) })
+
 	if dp.Spec.Suspend {
-		if markSuspended(dp) {
-			out.normal(sluicev1.ReasonSuspended, "Suspended (spec.suspend): no wave starts, no pod restarts")
+		if reconcilekit.MarkSuspended(dp, "Reconciliation is suspended (spec.suspend): no wave starts, no pod restarts") {
+			tick.Normal(sluicev1.ReasonSuspended, "Suspended (spec.suspend): no wave starts, no pod restarts")
 		}
 		return ctrl.Result{}, nil
 	}
-	return r.reconcileRun(ctx, dp, out)
+	if reconcilekit.Resume(dp) {
+		tick.Normal(sluicev1.ReasonResumed, "Resumed (spec.suspend cleared)")
+	}
+	res, err := r.reconcileRun(ctx, tick, dp)
+	return tick.Settle(res, err, stalledRetry)
+}
+
+// reconcileRun refuses a second DataPlane for the same mesh, checks the alert providers, and runs
+// the data-plane step.
+func (r *Reconciler) reconcileRun(ctx context.Context, tick *reconcilekit.Tick, dp *sluicev1.DataPlane) (ctrl.Result, error) {
+	first, err := r.firstOfMesh(ctx, dp)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if first != "" {
+		return ctrl.Result{}, reconcilekit.Stalled(sluicev1.ReasonDuplicateDataPlane,
+			"DataPlane %s already declares the %s data plane: one DataPlane per mesh; delete this one or that one", first, dp.Spec.Mesh)
+	}
+	tick.CheckAlerts(ctx, r.Notifier, "", dp.Spec.Analysis.Alerts)
+	return r.step(ctx, tick, dp)
 }
 
 // firstOfMesh returns the name of the DataPlane that declares dp's mesh when it is not dp: the
@@ -176,62 +175,8 @@ func (r *Reconciler) firstOfMesh(ctx context.Context, dp *sluicev1.DataPlane) (s
 	return first.Name, nil
 }
 
-// patchStatus writes the status when it changed since base, as a merge patch of the status
-// subresource guarded by base's resourceVersion; it makes no request otherwise.
-// errors: a conflict (the cached DataPlane was stale), API errors.
-func (r *Reconciler) patchStatus(ctx context.Context, base, dp *sluicev1.DataPlane) error {
-	if equality.Semantic.DeepEqual(base.Status, dp.Status) {
-		return nil
-	}
-	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
-	if err := r.Status().Patch(ctx, dp, patch); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("patching status of dataplane %s: %w", dp.Name, err))
-	}
-	r.patchedFrom.Store(client.ObjectKeyFromObject(dp), base.ResourceVersion)
-	return nil
-}
-
-// cacheBehindOwnWrite reports whether the cached DataPlane is still the version this process last
-// patched the status of: deciding from it would repeat the last transition. It costs no request.
-func (r *Reconciler) cacheBehindOwnWrite(dp *sluicev1.DataPlane) bool {
-	key := client.ObjectKeyFromObject(dp)
-	rv, ok := r.patchedFrom.Load(key)
-	if !ok {
-		return false
-	}
-	if rv == dp.ResourceVersion {
-		return true
-	}
-	r.patchedFrom.Delete(key)
-	return false
-}
-
-// staleRetry is how soon to look again when the cache turned out to lag behind our own writes.
-const staleRetry = 250 * time.Millisecond
-
-// isStale reports whether the cached DataPlane is older than what the apiserver holds.
-func (r *Reconciler) isStale(ctx context.Context, dp *sluicev1.DataPlane) (bool, error) {
-	if r.APIReader == nil {
-		return false, nil
-	}
-	live := &sluicev1.DataPlane{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(dp), live); err != nil {
-		return false, fmt.Errorf("reading dataplane: %w", err)
-	}
-	return live.ResourceVersion != dp.ResourceVersion, nil
-}
-
-func (r *Reconciler) now() time.Time {
-	if r.Clock == nil {
-		return time.Now()
-	}
-	return r.Clock.Now()
-}
-
-// record emits an event on the DataPlane and logs it.
-func (r *Reconciler) record(ctx context.Context, dp *sluicev1.DataPlane, eventType, reason, msg string) {
-	log.FromContext(ctx).Info(msg, "reason", reason, "type", eventType)
-	if r.Recorder != nil {
-		r.Recorder.Eventf(dp, nil, eventType, reason, "Reconcile", "%s", msg)
-	}
+// record emits an event on the DataPlane and logs it, at once: only for what happens outside a
+// tick (deletion, where no status is written).
+func (r *Reconciler) record(ctx context.Context, dp *sluicev1.DataPlane, e planevent.Event) {
+	r.kit().Record(ctx, dp, e)
 }

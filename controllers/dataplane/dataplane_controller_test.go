@@ -52,7 +52,7 @@ func TestIstioRevisionWaveByWaveAndRollback(t *testing.T) {
 		CanaryNamespaces: []string{h.ns(1)},
 		BakeTime:         "2m",
 		MaxUnavailable:   ptr.To[int32](3),
-		Analysis:         sluicev1.DataPlaneAnalysis{Interval: "1m", Threshold: 2, Metrics: successRate()},
+		Analysis:         sluicev1.DataPlaneAnalysis{Interval: "1m", Threshold: 2, Metrics: successRate(), Alerts: oncall},
 	})
 
 	// Every tick: a namespace carries the new revision only once its wave started, and only

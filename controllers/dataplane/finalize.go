@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/internal/planevent"
 	"sluice.dev/sluice/mesh"
 )
 
@@ -47,7 +48,7 @@ func (r *Reconciler) finalize(ctx context.Context, dp *sluicev1.DataPlane) error
 		return fmt.Errorf("removing finalizer: %w", err)
 	}
 	if msg != "" {
-		r.record(ctx, dp, corev1.EventTypeNormal, sluicev1.ReasonDeleted, msg)
+		r.record(ctx, dp, planevent.Normal(sluicev1.ReasonDeleted, msg))
 	}
 	return nil
 }

@@ -18,7 +18,7 @@ import (
 
 	"sluice.dev/sluice/analysis"
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
-	"sluice.dev/sluice/controllers/dataplane/waves"
+	"sluice.dev/sluice/notify"
 	"sluice.dev/sluice/test/controlplane"
 	"sluice.dev/sluice/test/testenv"
 )
@@ -48,28 +48,30 @@ func (a *scriptedAnalyzer) AnalyzeNamespace(_ context.Context, na analysis.Names
 		Value: "99.90", ThresholdRange: "[99, +Inf]", CheckedAt: &t}}}, nil
 }
 
-// countingNotifier records notifications.
+// countingNotifier records the notifications sent (the tick sends them to the alerts of the
+// spec, after its status patch), as their events without the "DataPlane" prefix.
 type countingNotifier struct {
 	mu   sync.Mutex
-	sent []waves.Notification
+	sent []string
 }
 
-func (n *countingNotifier) Notify(_ context.Context, _ *sluicev1.DataPlane, x waves.Notification) error {
+func (n *countingNotifier) Check(context.Context, string, []sluicev1.CanaryAlert) error { return nil }
+
+func (n *countingNotifier) Send(_ context.Context, _ []sluicev1.CanaryAlert, m notify.Message) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.sent = append(n.sent, x)
+	n.sent = append(n.sent, strings.TrimPrefix(string(m.Event), "DataPlane"))
 	return nil
 }
 
 func (n *countingNotifier) events() []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	var out []string
-	for _, x := range n.sent {
-		out = append(out, x.Event)
-	}
-	return out
+	return append([]string(nil), n.sent...)
 }
+
+// oncall is an alert to an AlertProvider (the countingNotifier stands in for it).
+var oncall = []sluicev1.CanaryAlert{{Name: "oncall", ProviderRef: sluicev1.CrossNamespaceObjectReference{Name: "oncall", Namespace: "ops"}}}
 
 // eventLog records events in memory.
 type eventLog struct {

@@ -1,25 +1,20 @@
 package dataplane
 
 import (
-	"context"
-
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/dataplane/waves"
+	"sluice.dev/sluice/notify"
 )
 
-// Notifier delivers a DataPlane's notifications (succeeded, failed) to the AlertProviders of
-// spec.analysis.alerts. The controller calls it at most once per notification (n.Key, recorded
-// in status.notifications) after the status that records it was written; an error is logged and
-// recorded as an event, the notification is not retried.
-type Notifier interface {
-	Notify(ctx context.Context, dp *sluicev1.DataPlane, n waves.Notification) error
-}
-
-// NopNotifier drops every notification: the default when Reconciler.Notifier is nil (the manager
-// wires AlertNotifier).
-type NopNotifier struct{}
-
-// Notify does nothing.
-func (NopNotifier) Notify(context.Context, *sluicev1.DataPlane, waves.Notification) error {
-	return nil
+// notification is the message of waves notification n about dp, for the AlertProviders of
+// spec.analysis.alerts (their providerRefs name their namespaces: a DataPlane is cluster-scoped).
+// The tick sends it once its status patch, which records n's dedup key, succeeded.
+func notification(dp *sluicev1.DataPlane, n waves.Notification) notify.Message {
+	return notify.Message{
+		Subject:  notify.Subject{Kind: sluicev1.KindDataPlane, Name: dp.Name, Phase: string(dp.Status.Phase)},
+		Event:    notify.Event("DataPlane" + n.Event),
+		Severity: n.Severity,
+		Revision: dp.Status.Version,
+		Text:     n.Message,
+	}
 }

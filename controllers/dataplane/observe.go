@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/internal/reconcilekit"
 	"sluice.dev/sluice/controllers/dataplane/waves"
 	"sluice.dev/sluice/mesh"
 )
@@ -41,7 +42,7 @@ func (r *Reconciler) observe(ctx context.Context, dp *sluicev1.DataPlane, cp *co
 	if dp.Spec.NamespaceSelector != nil {
 		s, err := metav1.LabelSelectorAsSelector(dp.Spec.NamespaceSelector.LabelSelector())
 		if err != nil {
-			return nil, stalled(sluicev1.ReasonInvalidSpec, "spec.namespaceSelector: %w", err)
+			return nil, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "spec.namespaceSelector: %w", err)
 		}
 		selector = s
 	}
@@ -145,9 +146,9 @@ func checkCanaries(dp *sluicev1.DataPlane, f *fleet) error {
 	}
 	for _, s := range f.skipped {
 		if slices.Contains(missing, s.Namespace) {
-			return stalled(sluicev1.ReasonCanaryNamespaceNotSelected, "canary namespace %s is skipped: %s", s.Namespace, s.Message)
+			return reconcilekit.Stalled(sluicev1.ReasonCanaryNamespaceNotSelected, "canary namespace %s is skipped: %s", s.Namespace, s.Message)
 		}
 	}
-	return stalled(sluicev1.ReasonCanaryNamespaceNotSelected,
+	return reconcilekit.Stalled(sluicev1.ReasonCanaryNamespaceNotSelected,
 		"spec.canaryNamespaces %s: not selected by spec.namespaceSelector (or missing, or not meshed)", strings.Join(missing, ", "))
 }

@@ -2,8 +2,6 @@ package dataplane
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,50 +10,19 @@ import (
 	"sluice.dev/sluice/analysis"
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/dataplane/waves"
+	"sluice.dev/sluice/controllers/internal/reconcilekit"
 	"sluice.dev/sluice/controllers/windows"
 )
-
-// stalledError is a problem only a change to the spec or the cluster fixes: it becomes a Stalled
-// condition and an event, and the DataPlane is looked at again after a while.
-type stalledError struct {
-	reason string
-	err    error
-}
-
-func (e *stalledError) Error() string { return e.err.Error() }
-func (e *stalledError) Unwrap() error { return e.err }
-
-func stalled(reason string, format string, args ...any) error {
-	return &stalledError{reason: reason, err: fmt.Errorf(format, args...)}
-}
 
 // stalledRetry is how soon a stalled DataPlane is looked at again (changes to it or to the
 // namespaces wake it up sooner).
 const stalledRetry = time.Minute
 
-// reconcileRun runs one tick and turns stalls into a condition (and one event).
-func (r *Reconciler) reconcileRun(ctx context.Context, dp *sluicev1.DataPlane, out *outbox) (ctrl.Result, error) {
-	res, err := r.step(ctx, dp, out)
-	var st *stalledError
-	if errors.As(err, &st) {
-		if markStalled(dp, st.reason, st.err.Error()) {
-			out.warning(st.reason, st.err.Error())
-		}
-		return ctrl.Result{RequeueAfter: stalledRetry}, nil
-	}
-	if err != nil {
-		return res, err
-	}
-	clearStalled(dp)
-	dp.Status.ObservedGeneration = dp.Generation
-	return res, nil
-}
-
 // step observes, decides and acts: the checks that can stall the DataPlane first, in order
 // (spec, control plane, canary namespaces), then the analysis when due, the decision, its
 // actions, and the conditions. Events and notifications go to the outbox.
-func (r *Reconciler) step(ctx context.Context, dp *sluicev1.DataPlane, out *outbox) (ctrl.Result, error) {
-	now := r.now()
+func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, dp *sluicev1.DataPlane) (ctrl.Result, error) {
+	now := tick.Now()
 	if err := r.validate(dp); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -74,7 +41,7 @@ func (r *Reconciler) step(ctx context.Context, dp *sluicev1.DataPlane, out *outb
 	}
 	window, err := windows.Evaluate(dp.Spec.Windows, now)
 	if err != nil {
-		return ctrl.Result{}, stalled(sluicev1.ReasonInvalidSpec, "spec.%w", err)
+		return ctrl.Result{}, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "spec.%w", err)
 	}
 	o := waves.Observed{
 		Now: now, Spec: dp.Spec, Status: dp.Status, Namespaces: fleet.namespaces, Skipped: fleet.skipped,
@@ -83,8 +50,8 @@ func (r *Reconciler) step(ctx context.Context, dp *sluicev1.DataPlane, out *outb
 		Requests: requests(dp), Window: window, PollInterval: r.PollInterval,
 	}
 	if waves.AnalysisDue(o) {
-		if stale, err := r.isStale(ctx, dp); err != nil || stale {
-			return ctrl.Result{RequeueAfter: staleRetry}, err
+		if stale, err := tick.Kit().IsStale(ctx, dp); err != nil || stale {
+			return reconcilekit.StaleResult(), err
 		}
 		check, err := r.analyze(ctx, dp, waves.BakingWave(&dp.Status), now)
 		if err != nil {
@@ -95,16 +62,18 @@ func (r *Reconciler) step(ctx context.Context, dp *sluicev1.DataPlane, out *outb
 
 	d := waves.Decide(o)
 	if acts(d) && o.Check == nil {
-		if stale, err := r.isStale(ctx, dp); err != nil || stale {
-			return ctrl.Result{RequeueAfter: staleRetry}, err
+		if stale, err := tick.Kit().IsStale(ctx, dp); err != nil || stale {
+			return reconcilekit.StaleResult(), err
 		}
 	}
 	execErr := r.execute(ctx, dp, &d)
 	d.Finish(now)
 	dp.Status = d.Status
-	out.events = append(out.events, d.Events...)
-	out.notifications = append(out.notifications, d.Notifications...)
-	setConditions(dp, &d, out)
+	tick.Event(d.Events...)
+	for _, n := range d.Notifications {
+		tick.Notify(r.Notifier, dp.Spec.Analysis.Alerts, notification(dp, n))
+	}
+	tick.Event(setConditions(dp, &d)...)
 	if execErr != nil {
 		return ctrl.Result{}, execErr
 	}
@@ -137,21 +106,21 @@ func acts(d waves.Decision) bool {
 func (r *Reconciler) validate(dp *sluicev1.DataPlane) error {
 	spec := dp.Spec
 	if waves.Target(spec) == "" {
-		return stalled(sluicev1.ReasonInvalidSpec, "spec.mesh %q needs its version (spec.version for linkerd, spec.revision for istio)", spec.Mesh)
+		return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "spec.mesh %q needs its version (spec.version for linkerd, spec.revision for istio)", spec.Mesh)
 	}
 	if d, err := time.ParseDuration(spec.BakeTime); spec.BakeTime != "" && (err != nil || d < 0) {
-		return stalled(sluicev1.ReasonInvalidSpec, "spec.bakeTime %q is not a duration", spec.BakeTime)
+		return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "spec.bakeTime %q is not a duration", spec.BakeTime)
 	}
 	if spec.ExcludePods != nil {
 		if _, err := metav1.LabelSelectorAsSelector(spec.ExcludePods); err != nil {
-			return stalled(sluicev1.ReasonInvalidSpec, "spec.excludePods: %w", err)
+			return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "spec.excludePods: %w", err)
 		}
 	}
 	if len(spec.Analysis.Metrics) == 0 {
 		return nil
 	}
 	if err := analysis.ValidateNamespaceAnalysis(r.analysisFor(dp, ""), r.ScrapeInterval); err != nil {
-		return stalled(sluicev1.ReasonInvalidSpec, "spec.analysis: %w", err)
+		return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "spec.analysis: %w", err)
 	}
 	return nil
 }

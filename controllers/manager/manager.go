@@ -124,7 +124,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		Clock:     clock.RealClock{},
 		Analyzer: analysis.NewEngine(c, analysis.Options{DefaultAddress: o.MetricsServer,
 			ScrapeInterval: o.ScrapeInterval, QueryTimeout: o.QueryTimeout}),
-		Notifier: dataplane.AlertNotifier{Sender: notifier},
+		Notifier: notifier,
 		Options:  dataplane.Options{ScrapeInterval: o.ScrapeInterval},
 	}
 	if err := dp.SetupWithManager(ctx, mgr, 2); err != nil {

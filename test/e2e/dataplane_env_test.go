@@ -33,9 +33,9 @@ import (
 	"sluice.dev/sluice/analysis"
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/dataplane"
-	"sluice.dev/sluice/controllers/dataplane/waves"
 	"sluice.dev/sluice/controllers/scheme"
 	"sluice.dev/sluice/mesh"
+	"sluice.dev/sluice/notify"
 	"sluice.dev/sluice/test/cluster"
 	"sluice.dev/sluice/test/controlplane"
 	"sluice.dev/sluice/test/promtest"
@@ -271,7 +271,9 @@ func (e *dpEnv) waitFleetReady(t *testing.T, namespaces []string, version string
 func (e *dpEnv) createDataPlane(t *testing.T, fleet string, mutate func(*sluicev1.DataPlaneSpec)) {
 	t.Helper()
 	spec := sluicev1.DataPlaneSpec{Mesh: sluicev1.MeshLinkerd, Version: proxyNew, BakeTime: "4s", MaxUnavailable: ptr.To[int32](3),
-		NamespaceSelector: &sluicev1.NamespaceSelector{MatchLabels: map[string]string{"fleet": fleet}}}
+		NamespaceSelector: &sluicev1.NamespaceSelector{MatchLabels: map[string]string{"fleet": fleet}},
+		Analysis: sluicev1.DataPlaneAnalysis{Alerts: []sluicev1.CanaryAlert{{Name: "oncall",
+			ProviderRef: sluicev1.CrossNamespaceObjectReference{Name: "oncall", Namespace: "ops"}}}}}
 	if mutate != nil {
 		mutate(&spec)
 	}
@@ -410,16 +412,19 @@ func (e *dpEnv) watchPods(t *testing.T) {
 	t.Cleanup(func() { close(stop); factory.Shutdown() })
 }
 
-// countingNotifier records notifications per DataPlane.
+// countingNotifier records the notifications the controller sends (their events without the
+// "DataPlane" prefix); it stands in for the AlertProvider of the DataPlane's one alert.
 type countingNotifier struct {
 	mu   sync.Mutex
 	sent []string
 }
 
-func (n *countingNotifier) Notify(_ context.Context, _ *sluicev1.DataPlane, x waves.Notification) error {
+func (n *countingNotifier) Check(context.Context, string, []sluicev1.CanaryAlert) error { return nil }
+
+func (n *countingNotifier) Send(_ context.Context, _ []sluicev1.CanaryAlert, m notify.Message) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.sent = append(n.sent, x.Event)
+	n.sent = append(n.sent, strings.TrimPrefix(string(m.Event), "DataPlane"))
 	return nil
 }
 

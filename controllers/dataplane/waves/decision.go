@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/internal/planevent"
 )
 
 // KindRollout is the kind of an Argo Rollouts Rollout, restarted through its spec.restartAt.
@@ -56,13 +57,9 @@ func (a Action) String() string {
 	return string(a.Type)
 }
 
-// Event is a Kubernetes event to record on the DataPlane, after its status is written.
-type Event struct {
-	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning.
-	Type    string
-	Reason  string
-	Message string
-}
+// Event is a Kubernetes event to record on the DataPlane once its status is written: the
+// planners' shared event type.
+type Event = planevent.Event
 
 // Notification is an alert for the AlertProviders: sent at most once per run and Key.
 type Notification struct {
