@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/mesh"
+	"sluice.dev/sluice/test/controlplane"
 	"sluice.dev/sluice/test/injector"
 )
 
@@ -170,4 +172,32 @@ func dataPlaneLine(dp *sluicev1.DataPlane) string {
 		parts = append(parts, fmt.Sprintf("wave %d %v %s %d/%d", i, ns, w.Phase, w.Current, w.Desired))
 	}
 	return strings.Join(parts, "  ")
+}
+
+// UpgradeControlPlane moves the simulated Linkerd control plane to version, as `linkerd upgrade
+// | kubectl apply -f -` does, and waits until every component runs it and is available.
+// errors: API errors, timeout.
+func (s *Stack) UpgradeControlPlane(ctx context.Context, version string, timeout time.Duration) error {
+	if err := controlplane.UpgradeLinkerd(ctx, s.Client, version); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		var deps appsv1.DeploymentList
+		if err := s.Client.List(ctx, &deps, client.InNamespace(controlplane.Namespace)); err != nil {
+			return err
+		}
+		st := mesh.LinkerdControlPlane(deps.Items, controlplane.Namespace, version)
+		if st.Ready {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("control plane not on %s within %s: %s", version, timeout, st.Message)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
