@@ -72,6 +72,8 @@ type dpEnvOptions struct {
 	failurePolicy admissionregistrationv1.FailurePolicyType
 	// prometheus starts Prometheus, the health exporter and the fleet-health MetricTemplate.
 	prometheus bool
+	// podReadyDelay makes rollouts gradual (kwok's pod-ready delay).
+	podReadyDelay time.Duration
 }
 
 // controllerLog keeps the controller's log lines (JSON); a failed test prints the last ones.
@@ -110,7 +112,7 @@ func startDPEnv(t *testing.T, o dpEnvOptions) *dpEnv {
 		}
 	})
 	c, err := cluster.Start(ctx, cluster.Options{Injector: &cluster.InjectorOptions{Version: proxyOld, FailurePolicy: o.failurePolicy},
-		Logf: t.Logf})
+		PodReadyDelay: o.podReadyDelay, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,14 +359,19 @@ func (e *dpEnv) nsPin(t *testing.T, name string) (string, bool) {
 	return v, ok
 }
 
-// podIncarnation is one pod that carried a name, and the proxy version it was created with.
-type podIncarnation struct{ uid, version string }
+// podIncarnation is one pod that carried a name, the proxy version it was created with, and
+// the order in which the test saw it appear.
+type podIncarnation struct {
+	uid, version string
+	seq          int
+}
 
 // podLog records every incarnation of each pod name, from a pod informer that runs for the whole
 // test.
 type podLog struct {
 	mu   sync.Mutex
 	seen map[string][]podIncarnation
+	seq  int
 }
 
 func (l *podLog) add(p *corev1.Pod) {
@@ -380,7 +387,8 @@ func (l *podLog) add(p *corev1.Pod) {
 	if proxy, ok := mesh.Detect(p, sluicev1.MeshLinkerd); ok {
 		v = proxy.Version
 	}
-	l.seen[key] = append(l.seen[key], podIncarnation{uid: string(p.UID), version: v})
+	l.seq++
+	l.seen[key] = append(l.seen[key], podIncarnation{uid: string(p.UID), version: v, seq: l.seq})
 }
 
 // all returns every pod's incarnations, keyed by namespace/name.
