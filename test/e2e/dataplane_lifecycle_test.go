@@ -129,7 +129,7 @@ func TestDataPlaneInjectorStoppedThenDrift(t *testing.T) {
 		t.Errorf("unmeshed pods %v", dp.Status.UnmeshedPods)
 	}
 	ready := apimeta.FindStatusCondition(dp.Status.Conditions, sluicev1.ConditionReady)
-	if ready == nil || !strings.Contains(ready.Message, "without the proxy") || !strings.Contains(ready.Message, "proxy injector") {
+	if ready == nil || !strings.Contains(ready.Message, "without the proxy") || !strings.Contains(ready.Message, "linkerd-proxy-injector") {
 		t.Errorf("Ready %+v does not keep the root cause", ready)
 	}
 	if v := e.versions(t, "ns-2"); v != fmt.Sprintf("[%s x%d]", proxyOld, podsPerNamespace) {
@@ -139,7 +139,12 @@ func TestDataPlaneInjectorStoppedThenDrift(t *testing.T) {
 	t.Log("the injector is back; retry")
 	must(t, controlplane.ScaleInjector(ctx, e.c, 1))
 	e.waitControlPlane(t, proxyNew)
-	e.annotate(t, sluicev1.AnnotationRetry, time.Now().UTC().Format(time.RFC3339))
+	stamp := time.Now().UTC().Format(time.RFC3339)
+	e.annotate(t, sluicev1.AnnotationRetry, stamp)
+	e.waitFor(t, time.Minute, "the retry handled", func() (bool, string) {
+		dp = e.get(t)
+		return dp.Status.LastHandledRequests[sluicev1.AnnotationRetry] == stamp, describe(dp)
+	})
 	dp = e.waitPhase(t, 4*time.Minute, sluicev1.DataPlaneUpToDate, sluicev1.DataPlaneRolledBack, sluicev1.DataPlaneFailed)
 	if dp.Status.Phase != sluicev1.DataPlaneUpToDate {
 		t.Fatalf("after the retry: %s", describe(dp))
