@@ -21,7 +21,9 @@ import (
 
 	"sluice.dev/sluice/analysis"
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/egress"
 	"sluice.dev/sluice/providers"
+	"sluice.dev/sluice/tenancy"
 )
 
 // defaultScrapeInterval is Prometheus' default scrape interval.
@@ -48,6 +50,12 @@ type Options struct {
 	// ScrapeInterval is Prometheus' scrape interval; metric windows shorter than twice it are
 	// refused. Default 15s.
 	ScrapeInterval time.Duration
+	// Refs decides which namespaces templateRefs and providerRefs may name (zero value: the
+	// Canary's own only); a refused reference stalls the Canary before anything is read or sent.
+	Refs tenancy.RefPolicy
+	// Egress refuses webhook URLs and metricsServer addresses up front (nil: only link-local and
+	// cloud-metadata addresses); the clients of webhooks, notify and analysis enforce it too.
+	Egress *egress.Policy
 }
 
 // Reconciler drives Canaries through their lifecycle. Every read goes through the manager's cache;

@@ -61,6 +61,9 @@ func (r *Reconciler) step(ctx context.Context, canary *sluicev1.Canary, out *out
 	if !ok {
 		return ctrl.Result{}, stalled(sluicev1.ReasonInvalidSpec, "provider %q is not enabled in this controller", providerOf(canary))
 	}
+	if err := r.checkAccess(canary); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := analysis.ValidateIntervals(canary, r.scrapeInterval()); err != nil {
 		return ctrl.Result{}, stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 	}
