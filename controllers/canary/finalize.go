@@ -167,7 +167,13 @@ func (r *Reconciler) orphanObjects(ctx context.Context, canary *sluicev1.Canary)
 	lists := []client.ObjectList{&appsv1.DeploymentList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}, &corev1.SecretList{},
 		&gwv1.HTTPRouteList{}, &istionetv1.VirtualServiceList{}, &istionetv1.DestinationRuleList{}}
 	for _, list := range lists {
-		if err := r.List(ctx, list, client.InNamespace(canary.Namespace)); err != nil {
+		opts := []client.ListOption{client.InNamespace(canary.Namespace)}
+		switch list.(type) {
+		case *corev1.ConfigMapList, *corev1.SecretList:
+			// Listed from the apiserver (their contents are not cached): only Sluice's copies.
+			opts = append(opts, client.MatchingLabels{LabelCanary: canary.Name})
+		}
+		if err := r.List(ctx, list, opts...); err != nil {
 			if meta.IsNoMatchError(err) {
 				continue // route kind not installed
 			}
