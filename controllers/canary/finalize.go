@@ -87,7 +87,7 @@ func (r *Reconciler) restoreTarget(ctx context.Context, canary *sluicev1.Canary,
 	}
 	apex := &corev1.Service{}
 	names := providers.NamesFor(canary)
-	if err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: names.Apex}, apex); err == nil {
+	if err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: names.Apex}, apex); err == nil && ownedBy(apex, canary) {
 		patch := client.MergeFrom(apex.DeepCopy())
 		apex.Spec.Selector = target.Spec.Selector.MatchLabels
 		apex.OwnerReferences = withoutOwner(apex.OwnerReferences, canary.UID)
@@ -116,7 +116,8 @@ func withoutOwner(refs []metav1.OwnerReference, uid types.UID) []metav1.OwnerRef
 }
 
 // removePrimaryObjects deletes the primary Deployment, the -primary and -canary Services and the
-// -primary config copies this Canary owns.
+// -primary config copies this Canary owns; objects of those names without Sluice's ownership
+// label are left alone.
 func (r *Reconciler) removePrimaryObjects(ctx context.Context, canary *sluicev1.Canary) error {
 	names := providers.NamesFor(canary)
 	objs := []client.Object{
@@ -140,8 +141,13 @@ func (r *Reconciler) removePrimaryObjects(ctx context.Context, canary *sluicev1.
 		}
 	}
 	for _, o := range objs {
-		if err := r.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting %s: %w", o.GetName(), err)
+		left, err := r.deleteOwned(ctx, canary, o)
+		if err != nil {
+			return err
+		}
+		if left {
+			r.record(ctx, canary, corev1.EventTypeWarning, sluicev1.ReasonNotOwned, fmt.Sprintf(
+				"Left %s alone: Sluice did not create it for canary %s (no label %s=%s)", o.GetName(), canary.Name, LabelCanary, canary.Name))
 		}
 	}
 	return nil
