@@ -236,7 +236,7 @@ func (e *Engine) templateServer(ctx context.Context, tpl *sluicev1.MetricTemplat
 		}
 	}
 	if s.address == "" {
-		return server{}, fmt.Errorf("%w: set the MetricTemplate's provider.address, the analysis' metricsServer or the controller's default",
+		return server{}, fmt.Errorf("%w: set the MetricTemplate's provider.address, the Canary's spec.metricsServer (a namespace analysis' metricsServer) or the controller's default",
 			ErrNoMetricsServer)
 	}
 	return s, nil
