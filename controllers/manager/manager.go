@@ -14,12 +14,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
 	"sluice.dev/sluice/analysis"
-	"sluice.dev/sluice/egress"
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/configread"
 	"sluice.dev/sluice/controllers/canary"
 	"sluice.dev/sluice/controllers/proxyupgrade"
 	"sluice.dev/sluice/controllers/scheme"
+	"sluice.dev/sluice/egress"
 	"sluice.dev/sluice/notify"
 	"sluice.dev/sluice/providers"
 	"sluice.dev/sluice/providers/gatewayapi"
