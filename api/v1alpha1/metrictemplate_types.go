@@ -44,7 +44,7 @@ type MetricTemplateSpec struct {
 // own address, never to a Canary's metricsServer or the controller's default, so a template with
 // secretRef must name its address.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.secretRef) || (has(self.address) && self.address != ”)",message="provider.secretRef needs provider.address: a template's credentials are sent only to its own address",fieldPath=".address"
+// +kubebuilder:validation:XValidation:rule="!has(self.secretRef) || (has(self.address) && size(self.address) > 0)",message="provider.secretRef needs provider.address: credentials are sent only to the template's own address",fieldPath=".address"
 type MetricTemplateProvider struct {
 	// Type of the server. Default prometheus.
 	// +kubebuilder:validation:Enum=prometheus
