@@ -32,20 +32,20 @@ func TestProviderDestinations(t *testing.T) {
 	objs = append(objs, provider("failing", sluicev1.AlertProviderGeneric, failing.URL)...)
 	n := newNotifier(t, objs...)
 
-	c := canary(alert("metadata", "", "metadata"))
-	if err := n.Check(context.Background(), c); !errors.Is(err, egress.ErrRefused) || !errors.Is(err, ErrProviderConfig) {
+	c := alertList(alert("metadata", "", "metadata"))
+	if err := n.Check(context.Background(), testNS, c); !errors.Is(err, egress.ErrRefused) || !errors.Is(err, ErrProviderConfig) {
 		t.Fatalf("Check of a metadata address: %v, want ErrRefused and ErrProviderConfig", err)
 	}
 	if err := n.Send(context.Background(), c, rollback()); !errors.Is(err, egress.ErrRefused) {
 		t.Fatalf("Send to a metadata address: %v, want ErrRefused", err)
 	}
 
-	err := n.Send(context.Background(), canary(alert("redirect", "", "redirect")), rollback())
+	err := n.Send(context.Background(), alertList(alert("redirect", "", "redirect")), rollback())
 	if err == nil || !strings.Contains(err.Error(), "HTTP 307 Temporary Redirect (redirects are not followed)") || landed.Load() != 0 {
 		t.Fatalf("Send to a redirecting Slack webhook: %v; redirect target reached %d times", err, landed.Load())
 	}
 
-	err = n.Send(context.Background(), canary(alert("failing", "", "failing")), rollback())
+	err = n.Send(context.Background(), alertList(alert("failing", "", "failing")), rollback())
 	if err == nil || !strings.Contains(err.Error(), "HTTP 500 Internal Server Error") || strings.Contains(err.Error(), "9d8e7f") {
 		t.Fatalf("Send to a failing provider: %v, want the code without the body", err)
 	}

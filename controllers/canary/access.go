@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/internal/reconcilekit"
 )
 
 // checkAccess refuses, before anything is read, queried or called, what a shared cluster must not
@@ -13,7 +14,7 @@ import (
 // reference or URL (CrossNamespaceRefRefused first, then DestinationRefused).
 func (r *Reconciler) checkAccess(canary *sluicev1.Canary) error {
 	if err := r.Refs.CheckCanary(canary); err != nil {
-		return stalled(sluicev1.ReasonCrossNamespaceRef, "%w", err)
+		return reconcilekit.Stalled(sluicev1.ReasonCrossNamespaceRef, "%w", err)
 	}
 	var refused []error
 	if addr := canary.Spec.MetricsServer; addr != "" {
@@ -30,7 +31,7 @@ func (r *Reconciler) checkAccess(canary *sluicev1.Canary) error {
 		}
 	}
 	if len(refused) > 0 {
-		return stalled(sluicev1.ReasonDestinationRefused, "%w", errors.Join(refused...))
+		return reconcilekit.Stalled(sluicev1.ReasonDestinationRefused, "%w", errors.Join(refused...))
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/internal/reconcilekit"
 )
 
 // ownedBy reports whether Sluice created o for canary: o carries the ownership label with the
@@ -24,7 +25,7 @@ func ownedBy(o metav1.Object, canary *sluicev1.Canary) bool {
 
 // notOwned stalls the Canary on an object of a name Sluice wants that it did not create.
 func notOwned(canary *sluicev1.Canary, kind, name string) error {
-	return stalled(sluicev1.ReasonNotOwned,
+	return reconcilekit.Stalled(sluicev1.ReasonNotOwned,
 		"%s %s exists and was not created by Sluice for canary %s (it lacks label %s=%s): Sluice does not adopt, change or delete it; "+
 			"rename or delete it, or label it to hand it over", kind, name, canary.Name, LabelCanary, canary.Name)
 }
@@ -33,14 +34,14 @@ func notOwned(canary *sluicev1.Canary, kind, name string) error {
 // Service, which a Canary takes over by design (its selector then points at the primary pods):
 // that is announced in an event. errors: notOwned for a -primary or -canary Service Sluice did
 // not create.
-func (r *Reconciler) claimService(ctx context.Context, canary *sluicev1.Canary, svc *corev1.Service, apex bool) error {
+func claimService(tick *reconcilekit.Tick, canary *sluicev1.Canary, svc *corev1.Service, apex bool) error {
 	if svc.CreationTimestamp.IsZero() || ownedBy(svc, canary) {
 		return nil
 	}
 	if !apex {
 		return notOwned(canary, "Service", svc.Name)
 	}
-	r.record(ctx, canary, corev1.EventTypeNormal, sluicev1.ReasonServiceAdopted,
+	tick.Normal(sluicev1.ReasonServiceAdopted,
 		fmt.Sprintf("Taking over Service %s as the apex Service: its selector now points at the primary pods and it is labelled %s=%s",
 			svc.Name, LabelCanary, canary.Name))
 	return nil
