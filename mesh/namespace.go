@@ -11,7 +11,7 @@ import (
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 )
 
-// Pin is what decides the proxy version a namespace's new pods get, as far as a proxy upgrade
+// Pin is what decides the proxy version a namespace's new pods get, as far as a DataPlane
 // controls it: Linkerd's config.linkerd.io/proxy-version annotation, or Istio's istio.io/rev
 // label. "" means unset.
 func Pin(ns *corev1.Namespace, m sluicev1.Mesh) string {

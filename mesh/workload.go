@@ -17,7 +17,7 @@ import (
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 )
 
-// Workload kinds a proxy upgrade restarts.
+// Workload kinds a DataPlane restarts.
 const (
 	KindDeployment  = "Deployment"
 	KindStatefulSet = "StatefulSet"
@@ -45,7 +45,7 @@ func (w WorkloadRef) String() string { return w.Kind + "/" + w.Name }
 // OwnerOf returns the workload that replaces pod when it goes: for a pod of a ReplicaSet named
 // <deployment>-<pod-template-hash> the Deployment (the caller confirms it exists), else the pod's
 // controller (StatefulSet, DaemonSet, or any other kind). ok is false for pods without a
-// controller and for Job pods, which a proxy upgrade never touches.
+// controller and for Job pods, which a DataPlane never touches.
 func OwnerOf(pod *corev1.Pod) (WorkloadRef, bool) {
 	ref := metav1.GetControllerOf(pod)
 	if ref == nil || ref.Kind == KindJob {

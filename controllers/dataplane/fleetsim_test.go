@@ -22,7 +22,7 @@ import (
 )
 
 // fleetSim plays, against the envtest apiserver (which runs no controllers), the parts of a
-// cluster a proxy upgrade relies on: the Deployment, StatefulSet and DaemonSet controllers (a
+// cluster a DataPlane relies on: the Deployment, StatefulSet and DaemonSet controllers (a
 // rolling workload replaces all its pods as soon as its template changes; an OnDelete one
 // recreates deleted pods), the kubelet (pods are Running and Ready at once), and the mesh's
 // injector (a new pod gets the proxy version its namespace pins: Linkerd's
