@@ -58,8 +58,8 @@ func TestDefaultsRenderTheExpectedObjects(t *testing.T) {
 	want := []string{
 		"CustomResourceDefinition/alertproviders.sluice.dev",
 		"CustomResourceDefinition/canaries.sluice.dev",
-		"CustomResourceDefinition/metrictemplates.sluice.dev",
 		"CustomResourceDefinition/dataplanes.sluice.dev",
+		"CustomResourceDefinition/metrictemplates.sluice.dev",
 		"ServiceAccount/sluice",
 		"ClusterRole/sluice-edit",
 		"ClusterRole/sluice-manager",

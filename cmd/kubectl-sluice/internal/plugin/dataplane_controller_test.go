@@ -100,6 +100,18 @@ func TestDataPlaneLeversDriveTheController(t *testing.T) {
 	if err := ApproveDataPlane(ctx, c, io.Discard, name, next(), LeverOptions{}); err == nil {
 		t.Fatal("approve accepted on a rolled-back DataPlane")
 	}
+	// Delete it while the controller runs, so its finalizer is released (other tests list
+	// DataPlanes).
+	if err := c.Delete(ctx, dp); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for c.Get(ctx, client.ObjectKeyFromObject(dp), &sluicev1.DataPlane{}) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the DataPlane was not finalized within 30s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // meshedNamespace creates ns (labelled fleet=id, injection enabled) with a rolled-out Deployment

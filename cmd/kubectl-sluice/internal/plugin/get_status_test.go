@@ -123,7 +123,7 @@ func TestGetListsDataPlanes(t *testing.T) {
 	if out, err = run(t, ns, "get"); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "DATAPLANE   MESH      VERSION") || !regexp.MustCompile(`linkerd-`+ns+`\s+linkerd\s+edge-26\.8\.3\s+1\s+36\s+18\s+Progressing`).MatchString(out) {
+	if !regexp.MustCompile(`DATAPLANE\s+MESH\s+VERSION\s+WAVE\s+DESIRED\s+CURRENT\s+STATUS`).MatchString(out) || !regexp.MustCompile(`linkerd-`+ns+`\s+linkerd\s+edge-26\.8\.3\s+1\s+36\s+18\s+Progressing`).MatchString(out) {
 		t.Fatalf("get output lacks the DataPlane row:\n%s", out)
 	}
 	help, err := run(t, ns, "get", "--help")
