@@ -9,8 +9,8 @@ import (
 
 	"sluice.dev/sluice/analysis"
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
-	"sluice.dev/sluice/controllers/internal/reconcilekit"
 	"sluice.dev/sluice/controllers/dataplane/waves"
+	"sluice.dev/sluice/controllers/internal/reconcilekit"
 )
 
 // maxConcurrentNamespaces bounds how many namespaces of a wave are analysed at the same time.

@@ -117,7 +117,9 @@ func StatusDataPlane(ctx context.Context, c client.Client, w io.Writer, name str
 func PrintDataPlaneStatus(w io.Writer, dp *sluicev1.DataPlane, now time.Time) error {
 	s := dp.Status
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	field := func(name, format string, args ...any) { fmt.Fprintf(tw, "%s:\t%s\n", name, fmt.Sprintf(format, args...)) }
+	field := func(name, format string, args ...any) {
+		fmt.Fprintf(tw, "%s:\t%s\n", name, fmt.Sprintf(format, args...))
+	}
 	field("DataPlane", "%s", dp.Name)
 	field("Mesh", "%s", dp.Spec.Mesh)
 	version := declared(dp)
