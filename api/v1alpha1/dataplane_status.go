@@ -35,6 +35,13 @@ const (
 	DataPlaneFailed DataPlanePhase = "Failed"
 )
 
+// DataPlanePhases lists the phases in lifecycle order; the index is the value of the
+// sluice_dataplane_phase metric (and of the dashboard's mapping).
+var DataPlanePhases = []DataPlanePhase{
+	DataPlanePending, DataPlaneWaiting, DataPlaneProgressing, DataPlaneRollingBack, DataPlaneUpToDate,
+	DataPlaneRolledBack, DataPlaneFailed, DataPlaneIncomplete, DataPlaneDrifted,
+}
+
 // WavePhase is where one wave is.
 // +kubebuilder:validation:Enum=Pending;Restarting;Baking;Succeeded;RollingBack;RolledBack;Failed
 type WavePhase string

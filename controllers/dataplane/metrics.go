@@ -9,13 +9,6 @@ import (
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 )
 
-// dataPlanePhases lists the phases in lifecycle order; the index is sluice_dataplane_phase.
-var dataPlanePhases = []sluicev1.DataPlanePhase{
-	sluicev1.DataPlanePending, sluicev1.DataPlaneWaiting, sluicev1.DataPlaneProgressing,
-	sluicev1.DataPlaneRollingBack, sluicev1.DataPlaneUpToDate, sluicev1.DataPlaneRolledBack,
-	sluicev1.DataPlaneFailed, sluicev1.DataPlaneIncomplete, sluicev1.DataPlaneDrifted,
-}
-
 // DataPlane metrics on the manager's /metrics, labelled only by the DataPlane's name.
 var (
 	dpPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_dataplane_phase",
@@ -46,7 +39,7 @@ func init() {
 // observeMetrics sets the gauges from the DataPlane's status.
 func observeMetrics(dp *sluicev1.DataPlane) {
 	s := dp.Status
-	dpPhase.WithLabelValues(dp.Name).Set(float64(slices.Index(dataPlanePhases, s.Phase)))
+	dpPhase.WithLabelValues(dp.Name).Set(float64(slices.Index(sluicev1.DataPlanePhases, s.Phase)))
 	dpWave.WithLabelValues(dp.Name).Set(float64(s.CurrentWave))
 	dpDesired.WithLabelValues(dp.Name).Set(float64(s.Desired))
 	dpCurrent.WithLabelValues(dp.Name).Set(float64(s.Current))
