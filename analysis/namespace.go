@@ -15,7 +15,7 @@ import (
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 )
 
-// NamespaceAnalysis is the analysis of a whole namespace, as a proxy upgrade runs it for every
+// NamespaceAnalysis is the analysis of a whole namespace, as a DataPlane runs it for every
 // namespace of a baking wave. Built-in metrics read the namespace's inbound traffic:
 //
 //   - linkerd: response_total and response_latency_ms_bucket with direction="inbound" and
@@ -27,7 +27,7 @@ import (
 // {{ .variables.KEY }}; {{ .target }} and {{ .service }} are empty. compareToPrimary does not apply
 // (a namespace has no primary).
 type NamespaceAnalysis struct {
-	// Name of the object the analysis runs for (a ProxyUpgrade), {{ .name }} in templates.
+	// Name of the object the analysis runs for (a DataPlane), {{ .name }} in templates.
 	Name string
 	// Namespace analysed.
 	Namespace string
@@ -206,7 +206,9 @@ func (e *Engine) namespacePlan(ctx context.Context, a NamespaceAnalysis, m *slui
 }
 
 // templateServer returns the server for a MetricTemplate (nil for built-ins): the template's
-// address with its credentials, else fallback, else Options.DefaultAddress.
+// address with its credentials, else fallback, else Options.DefaultAddress. Credentials are only
+// ever paired with the template's own address: a template with secretRef and no address (refused
+// at admission; possible for objects written before that rule) is an error, never a fallback.
 // errors: ErrNoMetricsServer, ErrTemplate, credential errors.
 func (e *Engine) templateServer(ctx context.Context, tpl *sluicev1.MetricTemplate, fallback string) (server, error) {
 	var s server
@@ -218,6 +220,10 @@ func (e *Engine) templateServer(ctx context.Context, tpl *sluicev1.MetricTemplat
 		}
 		s.address, s.insecureSkipVerify = pr.Address, pr.InsecureSkipVerify
 		if pr.SecretRef != nil {
+			if pr.Address == "" {
+				return server{}, fmt.Errorf("%w: MetricTemplate %s/%s has provider.secretRef but no provider.address: "+
+					"its credentials are sent only to its own address", ErrTemplate, tpl.Namespace, tpl.Name)
+			}
 			var err error
 			if s.creds, err = e.readCredentials(ctx, tpl.Namespace, pr.SecretRef.Name); err != nil {
 				return server{}, err
@@ -230,7 +236,7 @@ func (e *Engine) templateServer(ctx context.Context, tpl *sluicev1.MetricTemplat
 		}
 	}
 	if s.address == "" {
-		return server{}, fmt.Errorf("%w: set the MetricTemplate's provider.address, the analysis' metricsServer or the controller's default",
+		return server{}, fmt.Errorf("%w: set the MetricTemplate's provider.address, the Canary's spec.metricsServer (a namespace analysis' metricsServer) or the controller's default",
 			ErrNoMetricsServer)
 	}
 	return s, nil

@@ -58,11 +58,16 @@ func TestDefaultsRenderTheExpectedObjects(t *testing.T) {
 	want := []string{
 		"CustomResourceDefinition/alertproviders.sluice.dev",
 		"CustomResourceDefinition/canaries.sluice.dev",
+		"CustomResourceDefinition/dataplanes.sluice.dev",
 		"CustomResourceDefinition/metrictemplates.sluice.dev",
-		"CustomResourceDefinition/proxyupgrades.sluice.dev",
 		"ServiceAccount/sluice",
+		"ClusterRole/sluice-edit",
 		"ClusterRole/sluice-manager",
+		"ClusterRole/sluice-metrics-auth",
+		"ClusterRole/sluice-metrics-reader",
+		"ClusterRole/sluice-view",
 		"ClusterRoleBinding/sluice-manager",
+		"ClusterRoleBinding/sluice-metrics-auth",
 		"Role/sluice-leader-election",
 		"RoleBinding/sluice-leader-election",
 		"Service/sluice-metrics",
@@ -168,14 +173,18 @@ func TestDeploymentIsRestrictedAndWiresTheFlags(t *testing.T) {
 		pm := p.(map[string]any)
 		ports[pm["name"].(string)] = pm["containerPort"].(int64)
 	}
-	if ports["health"] != 8081 || ports["metrics"] != 8080 {
-		t.Errorf("container ports = %v, want health 8081 and metrics 8080", ports)
+	if ports["health"] != 8081 || ports["metrics"] != 8443 {
+		t.Errorf("container ports = %v, want health 8081 and metrics 8443", ports)
 	}
 	args, _, _ := unstructured.NestedStringSlice(c, "args")
 	for _, want := range []string{
 		"--leader-elect=true",
 		"--health-probe-bind-address=:8081",
-		"--metrics-bind-address=:8080",
+		"--metrics-bind-address=:8443",
+		"--metrics-secure=true",
+		"--controller-namespace=sluice-system",
+		"--allow-cross-namespace-refs=false",
+		"--enable-dataplane=false",
 		"--metrics-server=http://prom.monitoring:9090",
 		"--max-progressing=3",
 		"--prometheus-scrape-interval=30s",
@@ -186,9 +195,12 @@ func TestDeploymentIsRestrictedAndWiresTheFlags(t *testing.T) {
 			t.Errorf("args %q lack %q", args, want)
 		}
 	}
-	// With watched namespaces, RoleBindings in each of them replace the ClusterRoleBinding.
-	if crb := r.OfKind("ClusterRoleBinding"); len(crb) != 0 {
-		t.Errorf("ClusterRoleBinding rendered with watchNamespaces: %v", crb)
+	// With watched namespaces, RoleBindings in each of them replace the ClusterRoleBinding; the
+	// only cluster-wide grant left is asking the apiserver who scrapes /metrics.
+	for _, crb := range r.OfKind("ClusterRoleBinding") {
+		if crb.GetName() != "sluice-metrics-auth" {
+			t.Errorf("ClusterRoleBinding %s rendered with watchNamespaces", crb.GetName())
+		}
 	}
 	var bound []string
 	for _, rb := range r.OfKind("RoleBinding") {
@@ -219,7 +231,7 @@ func TestCRDsSwitchAndKeepPolicy(t *testing.T) {
 	for _, keep := range []bool{true, false} {
 		crds := render(t, map[string]any{"crds": map[string]any{"keep": keep}}).OfKind("CustomResourceDefinition")
 		if len(crds) != 4 {
-			t.Fatalf("crds.keep=%v: %d CRDs, want 4 (Canary, MetricTemplate, AlertProvider, ProxyUpgrade)", keep, len(crds))
+			t.Fatalf("crds.keep=%v: %d CRDs, want 4 (Canary, MetricTemplate, AlertProvider, DataPlane)", keep, len(crds))
 		}
 		for _, crd := range crds {
 			policy, has := crd.GetAnnotations()["helm.sh/resource-policy"]
@@ -244,7 +256,9 @@ func TestChartIsInSyncWithGeneratedManifests(t *testing.T) {
 		t.Fatalf("hack/chart-crds.sh: %v\n%s", err, out)
 	}
 	files, _ := filepath.Glob(filepath.Join(tmp, "templates", "crds", "*.yaml"))
-	files = append(files, filepath.Join(tmp, "files", "manager-rules.yaml"))
+	for _, f := range []string{"manager-rules.yaml", "canary-rules.yaml", "dataplane-rules.yaml"} {
+		files = append(files, filepath.Join(tmp, "files", f))
+	}
 	if len(files) < 2 {
 		t.Fatalf("hack/chart-crds.sh wrote %v", files)
 	}
@@ -339,14 +353,19 @@ func TestDashboardCoversTheControllerMetrics(t *testing.T) {
 		t.Error("the dashboard has no uid")
 	}
 	var exprs []string
-	phaseText := map[string]string{}
+	phaseText := map[string]string{}          // the Canary phase panel's mapping
+	dataPlanePhaseText := map[string]string{} // the DataPlane panel's mapping
 	for _, p := range dash.Panels {
 		for _, tg := range p.Targets {
 			exprs = append(exprs, tg.Expr)
 		}
+		into := phaseText
+		if strings.HasPrefix(p.Title, "Data plane") {
+			into = dataPlanePhaseText
+		}
 		for _, m := range p.FieldConfig.Defaults.Mappings {
 			for v, o := range m.Options {
-				phaseText[v] = o.Text
+				into[v] = o.Text
 			}
 		}
 	}
@@ -355,6 +374,8 @@ func TestDashboardCoversTheControllerMetrics(t *testing.T) {
 		"sluice_canary_phase", "sluice_canary_weight", "sluice_canary_failed_checks",
 		"sluice_canary_metric_value", "sluice_canary_rollout_duration_seconds_bucket",
 		"sluice_canary_promotions_total", "sluice_canary_rollbacks_total",
+		"sluice_dataplane_phase", "sluice_dataplane_wave", "sluice_dataplane_desired_proxies", "sluice_dataplane_current_proxies",
+		"sluice_dataplane_unmanaged_pods", "sluice_dataplane_drifted_pods", "sluice_dataplane_control_plane_ready",
 	} {
 		if !strings.Contains(all, metric+"{") {
 			t.Errorf("no panel queries %s", metric)
@@ -364,6 +385,12 @@ func TestDashboardCoversTheControllerMetrics(t *testing.T) {
 	for i, p := range sluicev1.CanaryPhases {
 		if got := phaseText[strconv.Itoa(i)]; got != string(p) {
 			t.Errorf("phase value %d maps to %q, want %q", i, got, p)
+		}
+	}
+	// And the DataPlane panel's, of sluice_dataplane_phase.
+	for i, p := range sluicev1.DataPlanePhases {
+		if got := dataPlanePhaseText[strconv.Itoa(i)]; got != string(p) {
+			t.Errorf("data plane phase value %d maps to %q, want %q", i, got, p)
 		}
 	}
 }

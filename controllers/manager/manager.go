@@ -10,27 +10,35 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"sluice.dev/sluice/analysis"
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/configread"
 	"sluice.dev/sluice/controllers/canary"
-	"sluice.dev/sluice/controllers/proxyupgrade"
+	"sluice.dev/sluice/controllers/dataplane"
 	"sluice.dev/sluice/controllers/scheme"
+	"sluice.dev/sluice/egress"
 	"sluice.dev/sluice/notify"
 	"sluice.dev/sluice/providers"
 	"sluice.dev/sluice/providers/gatewayapi"
 	"sluice.dev/sluice/providers/istio"
+	"sluice.dev/sluice/tenancy"
 	"sluice.dev/sluice/webhooks"
 )
 
 // Options configure the manager. The zero value of a field means its documented default.
 type Options struct {
-	// MetricsAddr serves /metrics; "0" turns it off. Default ":8080".
+	// MetricsAddr serves /metrics; "0" turns it off. Default ":8443" (":8080" with
+	// MetricsInsecure).
 	MetricsAddr string
+	// MetricsInsecure serves /metrics over plain HTTP without authentication (local use only);
+	// by default it is HTTPS with authentication and authorization (see metricsOptions).
+	MetricsInsecure bool
+	// MetricsCertDir holds tls.crt and tls.key of /metrics; empty: a self-signed certificate.
+	MetricsCertDir string
 	// ProbeAddr serves /healthz and /readyz; "0" turns it off. Default ":8081".
 	ProbeAddr string
 	// LeaderElection makes only the elected replica act.
@@ -59,6 +67,19 @@ type Options struct {
 	// (empty: every Canary). ShardName names the shard (required with Shard): its Lease is
 	// <LeaderElectionID>-<ShardName>, and its events and writes carry the name. See shard.go.
 	Shard, ShardName string
+	// ControllerNamespace is the manager's own namespace, where a platform team keeps shared
+	// MetricTemplates and AlertProviders that every Canary may reference.
+	ControllerNamespace string
+	// AllowCrossNamespaceRefs lets templateRefs and providerRefs name any namespace; by default
+	// only the Canary's own and ControllerNamespace.
+	AllowCrossNamespaceRefs bool
+	// AllowedDestinations, when not empty, are the only destinations of webhooks, notifications
+	// and Prometheus queries: host names, *.domain suffixes, IPs and CIDR ranges (see
+	// egress.NewPolicy). Link-local and cloud-metadata addresses are refused in any case.
+	AllowedDestinations []string
+	// DisableDataPlane leaves the cluster-scoped data-plane controller out (namespace-scoped
+	// installs, whose RBAC grants nothing cluster-wide).
+	DisableDataPlane bool
 }
 
 // New builds a manager with every Sluice controller registered.
@@ -74,27 +95,29 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	leCfg := leaderElectionConfig(cfg)
 	cfg = apiConfig(cfg, o.KubeAPIQPS, o.KubeAPIBurst)
 	shardUserAgent(cfg, o)
+	policy, err := egress.NewPolicy(o.AllowedDestinations)
+	if err != nil {
+		return nil, err
+	}
+	refs := tenancy.RefPolicy{ControllerNamespace: o.ControllerNamespace, AllowCrossNamespace: o.AllowCrossNamespaceRefs}
 	opts := ctrl.Options{
 		Scheme:                  scheme.New(),
-		Metrics:                 metricsserver.Options{BindAddress: orDefault(o.MetricsAddr, ":8080")},
+		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  orDefault(o.ProbeAddr, ":8081"),
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        leaseName(o),
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		LeaderElectionConfig:    leCfg,
+		Cache:                   cacheOptions(o),
+		Client:                  clientOptions(),
 	}
 	if o.SkipNameValidation {
 		skip := true
 		opts.Controller = config.Controller{SkipNameValidation: &skip}
 	}
-	// The cache keeps only what the controllers read (cachetrim.go).
+	// The cache keeps only what the controllers read (cachetrim.go), and of the Canaries only
+	// this shard's (shard.go).
 	trimCache(&opts.Cache)
-	if len(o.Namespaces) > 0 {
-		opts.Cache.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range o.Namespaces {
-			opts.Cache.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
 	shardCache(&opts.Cache, shard)
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
@@ -108,12 +131,15 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		stopEvents()
 		return nil, err
 	}
-	c := mgr.GetClient()
-	notifier := notify.New(c, notify.Options{Timeout: 5 * time.Second})
-	gates := webhooks.NewRunner(webhooks.Options{})
+	// Secrets and ConfigMaps: metadata from the cache, contents read only when they changed.
+	c := configread.New(mgr.GetClient(), mgr.GetCache(), configread.Options{})
+	notifier := notify.New(c, notify.Options{Timeout: 5 * time.Second, Egress: policy, Refs: refs})
+	gates := webhooks.NewRunner(webhooks.Options{Egress: policy})
 	if err := mgr.Add(gates); err != nil {
 		return nil, err
 	}
+	analysisOpts := analysis.Options{DefaultAddress: o.MetricsServer, ScrapeInterval: o.ScrapeInterval,
+		QueryTimeout: o.QueryTimeout, Egress: policy, Refs: refs}
 	r := &canary.Reconciler{
 		Gates:     gates,
 		Notifier:  notifier,
@@ -122,13 +148,13 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		Scheme:    mgr.GetScheme(),
 		Recorder:  recorder,
 		Clock:     clock.RealClock{},
-		Analyzer: analysis.NewEngine(c, analysis.Options{DefaultAddress: o.MetricsServer,
-			ScrapeInterval: o.ScrapeInterval, QueryTimeout: o.QueryTimeout}),
+		Analyzer:  analysis.NewEngine(c, analysisOpts),
 		Routers: map[sluicev1.Provider]providers.Router{
 			sluicev1.ProviderGatewayAPI: gatewayapi.New(c),
 			sluicev1.ProviderIstio:      istio.New(c),
 		},
-		Options: canary.Options{MaxProgressing: o.MaxProgressing, ScrapeInterval: o.ScrapeInterval},
+		Options: canary.Options{MaxProgressing: o.MaxProgressing, ScrapeInterval: o.ScrapeInterval,
+			Refs: refs, Egress: policy},
 	}
 	workers := o.MaxConcurrentReconciles
 	if workers <= 0 {
@@ -137,19 +163,31 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if err := r.SetupWithManager(ctx, mgr, workers); err != nil {
 		return nil, fmt.Errorf("setting up the canary controller: %w", err)
 	}
-	pu := &proxyupgrade.Reconciler{
-		Client:    c,
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  recorder,
-		Clock:     clock.RealClock{},
-		Analyzer: analysis.NewEngine(c, analysis.Options{DefaultAddress: o.MetricsServer,
-			ScrapeInterval: o.ScrapeInterval, QueryTimeout: o.QueryTimeout}),
-		Notifier: proxyupgrade.AlertNotifier{Sender: notifier},
-		Options:  proxyupgrade.Options{ScrapeInterval: o.ScrapeInterval},
+	switch {
+	case o.DisableDataPlane:
+	case len(o.Namespaces) > 0:
+		// A data plane spans the cluster: with a cache limited to some namespaces the controller
+		// could not see the others, and would report a data plane up to date that is not.
+		log.FromContext(ctx).Info("The dataplane controller is off: the manager watches only some namespaces (--namespaces)",
+			"namespaces", o.Namespaces)
+	default:
+		dp := &dataplane.Reconciler{
+			Client:    c,
+			APIReader: mgr.GetAPIReader(),
+			Recorder:  recorder,
+			Clock:     clock.RealClock{},
+			Analyzer:  analysis.NewEngine(c, analysisOpts),
+			Notifier:  notifier,
+			Options:   dataplane.Options{ScrapeInterval: o.ScrapeInterval},
+		}
+		if err := dp.SetupWithManager(ctx, mgr, 2); err != nil {
+			return nil, fmt.Errorf("setting up the dataplane controller: %w", err)
+		}
 	}
-	if err := pu.SetupWithManager(ctx, mgr, 2); err != nil {
-		return nil, fmt.Errorf("setting up the proxyupgrade controller: %w", err)
-	}
+	return addHealthChecks(mgr)
+}
+
+func addHealthChecks(mgr ctrl.Manager) (ctrl.Manager, error) {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err
 	}
