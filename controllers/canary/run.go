@@ -53,6 +53,9 @@ func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *
 		return ctrl.Result{}, err
 	}
 	revision := revisionOf(&target.Spec.Template, tracked)
+	if err := r.checkNameClashes(ctx, canary, target, refs); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := r.ensureServices(ctx, tick, canary, target); err != nil {
 		return ctrl.Result{}, err
 	}
