@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -108,7 +108,9 @@ func TestFlaggerFieldsRejectedNamingTheField(t *testing.T) {
 		mutate func(*sluicev1.Canary)
 		want   string
 	}{
-		{"kubernetes provider with weights", func(c *sluicev1.Canary) { c.Spec.Provider, c.Spec.Mesh = sluicev1.ProviderKubernetes, sluicev1.MeshLinkerd },
+		{"kubernetes provider with weights", func(c *sluicev1.Canary) {
+			c.Spec.Provider, c.Spec.Mesh = sluicev1.ProviderKubernetes, sluicev1.MeshLinkerd
+		},
 			"provider kubernetes runs blue/green only"},
 		{"kubernetes provider A/B", func(c *sluicev1.Canary) {
 			kube(c)
@@ -164,7 +166,10 @@ func TestFlaggerFieldsRejectedNamingTheField(t *testing.T) {
 			c.Spec.AutoscalerRef = &sluicev1.AutoscalerReference{APIVersion: "autoscaling/v2", Kind: sluicev1.AutoscalerHPA, Name: "x",
 				PrimaryScalerReplicas: &sluicev1.ScalerReplicas{MinReplicas: ptr.To[int32](5), MaxReplicas: ptr.To[int32](2)}}
 		}, "primaryScalerReplicas.minReplicas must not exceed maxReplicas"},
-		{"backendTimeout on istio", func(c *sluicev1.Canary) { c.Spec.Provider = sluicev1.ProviderIstio; c.Spec.Service.BackendTimeout = "5s" },
+		{"backendTimeout on istio", func(c *sluicev1.Canary) {
+			c.Spec.Provider = sluicev1.ProviderIstio
+			c.Spec.Service.BackendTimeout = "5s"
+		},
 			"spec.service.backendTimeout is a Gateway API field"},
 		{"rewrite type on istio", func(c *sluicev1.Canary) {
 			c.Spec.Provider = sluicev1.ProviderIstio
