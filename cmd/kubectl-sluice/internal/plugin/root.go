@@ -179,7 +179,7 @@ while watched: exit status 0 on Succeeded, 1 on Failed.`,
 			return Resume(ctx, c, o.Out, k)
 		})
 
-	root.AddCommand(get, status, watch, promote, abort, retry, pause, resume)
+	root.AddCommand(get, status, watch, promote, abort, retry, pause, resume, newConvertCommand(o))
 	return root
 }
 
