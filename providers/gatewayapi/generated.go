@@ -193,7 +193,8 @@ func currentWeights(route *gwv1.HTTPRoute, s services) providers.Weights {
 //     Service parentRef to the apex Service on spec.service.port;
 //   - hostnames: spec.service.hosts;
 //   - one rule: matches from spec.service.match (see convertMatches), header modifier filters from
-//     spec.service.headers, timeouts.request from spec.service.timeout, and backendRefs
+//     spec.service.headers, a URLRewrite filter from spec.service.rewrite, timeouts.request and
+//     timeouts.backendRequest from spec.service.timeout and backendTimeout, and backendRefs
 //     <apex>-primary and <apex>-canary on spec.service.port with weights w.Primary and w.Canary;
 //   - with ab and spec.analysis.match, that rule's A/B rule before it (see withABRules).
 //
@@ -238,12 +239,15 @@ func generatedSpec(canary *sluicev1.Canary, w providers.Weights, ab bool) (gwv1.
 			serviceBackend(names.Canary, port, w.Canary),
 		},
 	}
-	if svc.Timeout != "" {
-		d, err := gatewayDuration(svc.Timeout)
-		if err != nil {
-			return spec, err
-		}
-		rule.Timeouts = &gwv1.HTTPRouteTimeouts{Request: &d}
+	rewrite, err := rewriteFilter(svc.Rewrite, matches)
+	if err != nil {
+		return spec, err
+	}
+	if rewrite != nil {
+		rule.Filters = append(rule.Filters, *rewrite)
+	}
+	if rule.Timeouts, err = timeouts(svc.Timeout, svc.BackendTimeout); err != nil {
+		return spec, err
 	}
 	spec.Rules = []gwv1.HTTPRouteRule{rule}
 	if !ab {

@@ -209,6 +209,9 @@ func desiredVirtualService(canary *sluicev1.Canary, w providers.Weights, ab bool
 	if route.CorsPolicy, err = convertCorsPolicy(svc.CorsPolicy); err != nil {
 		return nil, err
 	}
+	if rw := svc.Rewrite; rw != nil && (rw.URI != "" || rw.Authority != "") {
+		route.Rewrite = &networkingv1.HTTPRewrite{Uri: rw.URI, Authority: rw.Authority}
+	}
 	hosts := []string{n.Apex}
 	for _, h := range svc.Hosts {
 		if !slices.Contains(hosts, h) {
