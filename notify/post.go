@@ -12,9 +12,9 @@ import (
 // maxDrain bounds how much of a response body is read before the connection is reused.
 const maxDrain = 64 << 10
 
-// postJSON POSTs v as JSON to address. errors: a non-2xx answer ("HTTP 400 Bad Request"), or the
-// request error.
-func (n *Notifier) postJSON(ctx context.Context, address string, v any) error {
+// postJSON POSTs v as JSON to address through c. errors: a non-2xx answer ("HTTP 400 Bad
+// Request"), or the request error.
+func postJSON(ctx context.Context, c *http.Client, address string, v any) error {
 	body, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encoding payload: %w", err)
@@ -25,7 +25,7 @@ func (n *Notifier) postJSON(ctx context.Context, address string, v any) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", DefaultUsername)
-	resp, err := n.client.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return err
 	}
