@@ -160,8 +160,11 @@ func progress(o Observed, d *Decision) {
 	}
 	if o.Revision != o.Status.LastAppliedSpec {
 		restart := "restarting from weight 0"
-		if IsAB(o.Spec) {
+		switch {
+		case IsAB(o.Spec):
 			restart = "restarting the A/B test"
+		case IsBlueGreen(o.Spec):
+			restart = "restarting the blue/green iterations"
 		}
 		d.warning(EventRestarted, fmt.Sprintf("New revision %s during the run of %s; %s", o.Revision, o.Status.LastAppliedSpec, restart))
 		startRun(o, d)
@@ -184,8 +187,12 @@ func progress(o Observed, d *Decision) {
 	if on && !checkPassed(o, d) {
 		return
 	}
-	if IsAB(o.Spec) {
+	switch {
+	case IsAB(o.Spec):
 		advanceAB(o, d)
+		return
+	case IsBlueGreen(o.Spec):
+		advanceBlueGreen(o, d)
 		return
 	}
 	s := &d.Status
@@ -258,16 +265,20 @@ func checkPassed(o Observed, d *Decision) bool {
 			Message: g.Message, CheckedAt: stamp(o.Now)})
 	}
 	s := &d.Status
-	ab := IsAB(o.Spec)
-	if !ab {
+	passing := countsPassingChecks(o.Spec)
+	if !passing {
 		s.Iterations++
 	}
 	s.LastStepTime = stamp(o.Now)
 	s.Analysis = results
 	if check.Failed {
 		s.FailedChecks++
-		if ab {
-			d.warning(EventCheckFailed, fmt.Sprintf("A/B check failed (%d/%d): %s", s.FailedChecks, Threshold(o.Spec), check.Summary))
+		if passing {
+			kind := "A/B"
+			if IsBlueGreen(o.Spec) {
+				kind = "Blue/green"
+			}
+			d.warning(EventCheckFailed, fmt.Sprintf("%s check failed (%d/%d): %s", kind, s.FailedChecks, Threshold(o.Spec), check.Summary))
 		} else {
 			d.warning(EventCheckFailed, fmt.Sprintf("Check %d failed (%d/%d): %s", s.Iterations, s.FailedChecks, Threshold(o.Spec), check.Summary))
 		}
@@ -485,6 +496,11 @@ func handleRequests(o Observed, d *Decision) bool {
 		d.warning(EventRollback, fmt.Sprintf("Run of %s aborted by request before it started", o.Revision))
 	case fresh[sluicev1.AnnotationPromote] && inFlight && o.Revision == o.Status.LastAppliedSpec:
 		d.normal(EventRequest, "Promotion requested ("+sluicev1.AnnotationPromote+"): skipping the remaining steps")
+		if IsBlueGreen(o.Spec) && o.Canary.IsReady(CanaryReadyThreshold(o.Spec)) {
+			// A blue/green promotion switches first, so the primary updates without serving.
+			d.setWeight(100)
+			d.normal(EventSwitched, fmt.Sprintf("All traffic switched to the canary %s", o.Status.LastAppliedSpec))
+		}
 		startPromotion(o, d)
 	case fresh[sluicev1.AnnotationPromote] && phase == sluicev1.CanaryPhaseWaiting:
 		d.normal(EventRequest, "Run approved by request ("+sluicev1.AnnotationPromote+")")

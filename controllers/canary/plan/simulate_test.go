@@ -97,6 +97,10 @@ func (w *world) tick(t *testing.T) Decision {
 			if IsAB(w.spec) && d.Status.CanaryWeight != 0 {
 				t.Fatalf("weight %d in an A/B run", d.Status.CanaryWeight)
 			}
+			if IsBlueGreen(w.spec) && d.Status.CanaryWeight != 0 &&
+				(d.Status.CanaryWeight != 100 || d.Status.Phase != sluicev1.CanaryPhasePromoting) {
+				t.Fatalf("weight %d in phase %s of a blue/green run: only 0, or 100 once promotion starts", d.Status.CanaryWeight, d.Status.Phase)
+			}
 			w.routeWeight = d.Status.CanaryWeight
 			if d.Status.Phase == sluicev1.CanaryPhaseProgressing {
 				w.weightsSeen = append(w.weightsSeen, w.routeWeight)
@@ -132,6 +136,9 @@ func (w *world) record(before sluicev1.CanaryStatus, d Decision) {
 	}
 	line := fmt.Sprintf("%6s  %-16s weight=%-3d primary=%-3d failed=%d", w.now.Sub(w.start), s.Phase,
 		s.CanaryWeight, 100-s.CanaryWeight, s.FailedChecks)
+	if IsBlueGreen(w.spec) {
+		line += fmt.Sprintf(" iterations=%d/%d", s.Iterations, w.spec.Analysis.Iterations)
+	}
 	if IsAB(w.spec) {
 		ab := "off"
 		if w.abOn {
