@@ -145,3 +145,29 @@ func (r *Router) GetABRoutes(context.Context, *sluicev1.Canary) (bool, error) { 
 
 // Finalize has no route objects to remove.
 func (r *Router) Finalize(context.Context, *sluicev1.Canary) error { return nil }
+
+// SetMirror refuses to mirror (a Service cannot copy requests; CEL rejects analysis.mirror with
+// this provider) and has nothing to turn off. errors: ErrInvalidSpec.
+func (r *Router) SetMirror(_ context.Context, _ *sluicev1.Canary, percent int32) error {
+	if percent != 0 {
+		return fmt.Errorf("%w: mirroring (spec.analysis.mirror)", ErrInvalidSpec)
+	}
+	return nil
+}
+
+// GetMirror reports 0: nothing is mirrored.
+func (r *Router) GetMirror(context.Context, *sluicev1.Canary) (int32, error) { return 0, nil }
+
+// SetSessionAffinity refuses a cookie (a Service cannot route by request) and has nothing to
+// turn off. errors: ErrInvalidSpec.
+func (r *Router) SetSessionAffinity(_ context.Context, _ *sluicev1.Canary, cookie string) error {
+	if cookie != "" {
+		return fmt.Errorf("%w: session affinity (spec.analysis.sessionAffinity)", ErrInvalidSpec)
+	}
+	return nil
+}
+
+// GetSessionAffinity reports "": there is no cookie rule.
+func (r *Router) GetSessionAffinity(context.Context, *sluicev1.Canary) (string, error) {
+	return "", nil
+}

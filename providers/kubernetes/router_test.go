@@ -129,6 +129,18 @@ func TestSwitchApexService(t *testing.T) {
 	if on, err := r.GetABRoutes(ctx, canary); on || err != nil {
 		t.Errorf("GetABRoutes = %v, %v", on, err)
 	}
+	if err := r.SetMirror(ctx, canary, 50); !errors.Is(err, kubernetes.ErrInvalidSpec) {
+		t.Errorf("SetMirror(50) = %v, want ErrInvalidSpec", err)
+	}
+	if err := r.SetSessionAffinity(ctx, canary, providers.AffinityCookie("c", "r")); !errors.Is(err, kubernetes.ErrInvalidSpec) {
+		t.Errorf("SetSessionAffinity(on) = %v, want ErrInvalidSpec", err)
+	}
+	if err := r.SetMirror(ctx, canary, 0); err != nil {
+		t.Errorf("SetMirror(0) = %v", err)
+	}
+	if err := r.SetSessionAffinity(ctx, canary, ""); err != nil {
+		t.Errorf("SetSessionAffinity(off) = %v", err)
+	}
 	if writes.Load() != before {
 		t.Fatal("refused calls wrote")
 	}
