@@ -127,7 +127,7 @@ type CanaryAnalysis struct {
 
 // CanaryMetric is one check: a built-in metric or a MetricTemplate, with its threshold range.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.templateRef) || has(self.query) || self.name in ['request-success-rate', 'request-duration']",message="metric: name must be a built-in (request-success-rate, request-duration), or templateRef or query must be set"
+// +kubebuilder:validation:XValidation:rule="has(self.templateRef) || has(self.query) || self.name in ['request-success-rate', 'request-duration']",message="metric: name must be a built-in (request-success-rate, request-duration), or query or templateRef must be set"
 // +kubebuilder:validation:XValidation:rule="!(has(self.templateRef) && has(self.query))",message="metric: set templateRef or query, not both"
 // +kubebuilder:validation:XValidation:rule="!has(self.query) || !(has(self.compareToPrimary) || has(self.minRequestCount))",message="metric.query is run as written: compareToPrimary and minRequestCount need a built-in metric or a MetricTemplate"
 type CanaryMetric struct {

@@ -150,7 +150,7 @@ type TargetReference struct {
 // CanaryService describes the apex Service and its routing.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.routeRef) || !(has(self.rewrite) || has(self.backendTimeout))",message="spec.service.rewrite and backendTimeout shape the generated route: with routeRef, write them in your route"
-// +kubebuilder:validation:XValidation:rule="!has(self.timeout) || !has(self.backendTimeout) || !self.timeout.matches('^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$') || !self.backendTimeout.matches('^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$') || duration(self.backendTimeout) <= duration(self.timeout)",message="spec.service.backendTimeout must not exceed spec.service.timeout"
+// +kubebuilder:validation:XValidation:rule="!has(self.timeout) || !has(self.backendTimeout) || !self.timeout.matches('^([0-9]+(\\\\.[0-9]+)?(ms|s|m|h))+$') || !self.backendTimeout.matches('^([0-9]+(\\\\.[0-9]+)?(ms|s|m|h))+$') || duration(self.backendTimeout) <= duration(self.timeout)",message="spec.service.backendTimeout must not exceed spec.service.timeout"
 type CanaryService struct {
 	// Name of the apex Service. Default: the target's name. Sluice creates <name>, <name>-primary
 	// and <name>-canary.
