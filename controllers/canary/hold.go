@@ -10,6 +10,7 @@ import (
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary/plan"
+	"sluice.dev/sluice/controllers/internal/reconcilekit"
 	"sluice.dev/sluice/controllers/windows"
 )
 
@@ -31,7 +32,7 @@ func (r *Reconciler) hold(ctx context.Context, canary *sluicev1.Canary, o plan.O
 	}
 	st, err := windows.Evaluate(canary.Spec.Windows, o.Now)
 	if err != nil {
-		return nil, stalled(sluicev1.ReasonInvalidSpec, "%w", err)
+		return nil, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 	}
 	if !st.Open && phase != sluicev1.CanaryPhasePromoting && phase != sluicev1.CanaryPhaseFinalising {
 		return &plan.Hold{Reason: sluicev1.ReasonOutsideWindow, Until: st.NextOpen,

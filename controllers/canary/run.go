@@ -8,7 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -16,53 +15,27 @@ import (
 	"sluice.dev/sluice/analysis"
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary/plan"
+	"sluice.dev/sluice/controllers/internal/reconcilekit"
 	"sluice.dev/sluice/providers"
 	"sluice.dev/sluice/providers/gatewayapi"
 	"sluice.dev/sluice/providers/istio"
 )
 
-// stalledError is a problem only a change to the spec or the cluster fixes: it becomes a Stalled
-// condition and an event, and the Canary is looked at again after one interval.
-type stalledError struct {
-	reason string
-	err    error
+// reconcileRun runs the lifecycle step and turns its error into conditions: a stall (only a
+// change to the spec or the cluster fixes it) is looked at again after one interval.
+func (r *Reconciler) reconcileRun(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary) (ctrl.Result, error) {
+	r.checkAlertProviders(ctx, tick, canary)
+	res, err := r.step(ctx, tick, canary)
+	return tick.Settle(res, err, plan.Interval(canary.Spec))
 }
 
-func (e *stalledError) Error() string { return e.err.Error() }
-func (e *stalledError) Unwrap() error { return e.err }
-
-func stalled(reason string, format string, args ...any) error {
-	return &stalledError{reason: reason, err: fmt.Errorf(format, args...)}
-}
-
-// reconcileRun observes the target, primary and route, asks the plan what to do, and does it.
-func (r *Reconciler) reconcileRun(ctx context.Context, canary *sluicev1.Canary, out *outbox) (ctrl.Result, error) {
-	r.checkAlertProviders(ctx, canary)
-	res, err := r.step(ctx, canary, out)
-	var st *stalledError
-	if errors.As(err, &st) {
-		if markStalled(canary, st.reason, st.err.Error()) {
-			r.record(ctx, canary, "Warning", st.reason, st.err.Error())
-		}
-		return ctrl.Result{RequeueAfter: plan.Interval(canary.Spec)}, nil
-	}
-	if err != nil {
-		// Transient: retried with backoff; the condition tells users what is going on.
-		setCondition(canary, sluicev1.ConditionReady, metav1.ConditionFalse, sluicev1.ReasonReconcileError, err.Error())
-		return ctrl.Result{}, err
-	}
-	clearStalled(canary)
-	canary.Status.ObservedGeneration = canary.Generation
-	return res, nil
-}
-
-func (r *Reconciler) step(ctx context.Context, canary *sluicev1.Canary, out *outbox) (ctrl.Result, error) {
+func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary) (ctrl.Result, error) {
 	router, ok := r.Routers[providerOf(canary)]
 	if !ok {
-		return ctrl.Result{}, stalled(sluicev1.ReasonInvalidSpec, "provider %q is not enabled in this controller", providerOf(canary))
+		return ctrl.Result{}, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "provider %q is not enabled in this controller", providerOf(canary))
 	}
 	if err := analysis.ValidateIntervals(canary, r.scrapeInterval()); err != nil {
-		return ctrl.Result{}, stalled(sluicev1.ReasonInvalidSpec, "%w", err)
+		return ctrl.Result{}, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 	}
 	if err := r.targetConflict(ctx, canary); err != nil {
 		return ctrl.Result{}, err
@@ -80,7 +53,7 @@ func (r *Reconciler) step(ctx context.Context, canary *sluicev1.Canary, out *out
 	if err := r.ensureServices(ctx, canary, target); err != nil {
 		return ctrl.Result{}, err
 	}
-	primary, err := r.ensurePrimary(ctx, canary, target, refs, revision)
+	primary, err := r.ensurePrimary(ctx, tick, canary, target, refs, revision)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -88,7 +61,7 @@ func (r *Reconciler) step(ctx context.Context, canary *sluicev1.Canary, out *out
 		if errors.Is(err, providers.ErrRouteNotFound) || errors.Is(err, gatewayapi.ErrRouteConflict) ||
 			errors.Is(err, istio.ErrNotControlled) || errors.Is(err, gatewayapi.ErrInvalidSpec) ||
 			errors.Is(err, gatewayapi.ErrNoApexBackend) {
-			return ctrl.Result{}, stalled(sluicev1.ReasonRouteError, "%w", err)
+			return ctrl.Result{}, reconcilekit.Stalled(sluicev1.ReasonRouteError, "%w", err)
 		}
 		return ctrl.Result{}, fmt.Errorf("reconciling routes: %w", err)
 	}
@@ -97,7 +70,7 @@ func (r *Reconciler) step(ctx context.Context, canary *sluicev1.Canary, out *out
 	}
 
 	o := plan.Observed{
-		Now: r.now(), Spec: canary.Spec, Status: canary.Status, Revision: revision, TrackedConfigs: tracked,
+		Now: tick.Now(), Spec: canary.Spec, Status: canary.Status, Revision: revision, TrackedConfigs: tracked,
 		Primary: workloadOf(primary, primary.Annotations[AnnotationRevision]),
 		Canary:  workloadOf(target, revision),
 		Requests: map[string]string{
@@ -122,8 +95,8 @@ func (r *Reconciler) step(ctx context.Context, canary *sluicev1.Canary, out *out
 	gatesDue := len(plan.GatesDue(o)) > 0
 	if gatesDue || plan.AnalysisDue(o) {
 		// Gates and checks are side effects that must not run twice: act on a current Canary.
-		if stale, err := r.isStale(ctx, canary); err != nil || stale {
-			return ctrl.Result{RequeueAfter: staleRetry}, err
+		if stale, err := tick.Kit().IsStale(ctx, canary); err != nil || stale {
+			return reconcilekit.StaleResult(), err
 		}
 	}
 	if gatesDue {
@@ -139,7 +112,7 @@ func (r *Reconciler) step(ctx context.Context, canary *sluicev1.Canary, out *out
 			return ctrl.Result{}, ctx.Err()
 		}
 		if err != nil {
-			return ctrl.Result{}, stalled(sluicev1.ReasonInvalidSpec, "analysis: %w", err)
+			return ctrl.Result{}, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "analysis: %w", err)
 		}
 		o.Check = &plan.Check{Failed: check.Failed(), Summary: check.Summary(), Results: check.Results}
 	}
@@ -149,10 +122,11 @@ func (r *Reconciler) step(ctx context.Context, canary *sluicev1.Canary, out *out
 		return ctrl.Result{}, err
 	}
 	canary.Status = d.Status
-	out.events = append(out.events, d.Events...)
+	tick.Event(d.Events...)
 	setPhaseConditions(canary, o.Hold, d.Events)
 	observeMetrics(canary, d.Events)
-	queueNotifications(canary, d.Events, out)
+	r.queueHooks(tick, canary, d.Events)
+	r.queueNotifications(tick, canary, d.Events)
 	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
 }
 
@@ -186,7 +160,7 @@ func (r *Reconciler) targetConflict(ctx context.Context, canary *sluicev1.Canary
 		older := other.CreationTimestamp.Before(&canary.CreationTimestamp) ||
 			(other.CreationTimestamp.Equal(&canary.CreationTimestamp) && other.Name < canary.Name)
 		if older {
-			return stalled(sluicev1.ReasonTargetConflict, "deployment %s is already the target of canary %s; delete one of them",
+			return reconcilekit.Stalled(sluicev1.ReasonTargetConflict, "deployment %s is already the target of canary %s; delete one of them",
 				canary.Spec.TargetRef.Name, other.Name)
 		}
 	}
@@ -199,12 +173,12 @@ func (r *Reconciler) target(ctx context.Context, canary *sluicev1.Canary) (*apps
 	key := client.ObjectKey{Namespace: canary.Namespace, Name: canary.Spec.TargetRef.Name}
 	if err := r.Get(ctx, key, target); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, stalled(sluicev1.ReasonTargetNotFound, "target deployment %s not found", key.Name)
+			return nil, reconcilekit.Stalled(sluicev1.ReasonTargetNotFound, "target deployment %s not found", key.Name)
 		}
 		return nil, fmt.Errorf("reading target deployment %s: %w", key.Name, err)
 	}
 	if _, err := primarySelector(target); err != nil {
-		return nil, stalled(sluicev1.ReasonInvalidSpec, "%w", err)
+		return nil, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 	}
 	return target, nil
 }
@@ -222,10 +196,10 @@ func (r *Reconciler) metricsReady(ctx context.Context, canary *sluicev1.Canary) 
 	if err := r.Analyzer.Ready(ctx, canary); err != nil {
 		if !errors.Is(err, analysis.ErrUnreachable) {
 			// A missing MetricTemplate or Secret, a template that does not render: fix the spec.
-			return false, stalled(sluicev1.ReasonInvalidSpec, "analysis: %w", err)
+			return false, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "analysis: %w", err)
 		}
 		canary.Status.Phase = sluicev1.CanaryPhaseInitializing
-		markWaiting(canary, sluicev1.ReasonMetricsUnreachable, fmt.Sprintf("Waiting for the metrics server: %v", err))
+		reconcilekit.MarkWaiting(canary, sluicev1.ReasonMetricsUnreachable, fmt.Sprintf("Waiting for the metrics server: %v", err))
 		return true, nil
 	}
 	return false, nil
