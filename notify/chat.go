@@ -32,7 +32,7 @@ type rocketField struct {
 // severity, with the facts as short fields.
 func rocketPayload(msg Message, channel, username string) rocketMessage {
 	a := rocketAttachment{
-		Title: msg.Event.Title() + ": " + msg.Namespace + "/" + msg.Name,
+		Title: msg.title(),
 		Text:  orDash(msg.Text),
 		Color: "#" + strings.ToUpper(hex6(severityColor(msg.Severity))),
 	}
@@ -96,7 +96,7 @@ func googleChatPayload(msg Message) googleChatMessage {
 	return googleChatMessage{
 		Text: msg.summary(),
 		CardsV2: []googleChatCard{{CardID: "sluice", Card: googleChatBody{
-			Header:   googleChatHeader{Title: msg.Event.Title() + ": " + msg.Namespace + "/" + msg.Name, Subtitle: orDash(msg.Text)},
+			Header:   googleChatHeader{Title: msg.title(), Subtitle: orDash(msg.Text)},
 			Sections: []googleChatSection{sec},
 		}}},
 	}

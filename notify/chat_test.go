@@ -31,7 +31,7 @@ func TestRocketPayload(t *testing.T) {
 	rcv := newReceiver(t, http.StatusOK)
 	objs := provider("p", sluicev1.AlertProviderRocket, rcv.url())
 	objs[0].(*sluicev1.AlertProvider).Spec.Channel = "releases"
-	if err := newNotifier(t, objs...).Send(context.Background(), canary(alert("a", "", "p")), rollback()); err != nil {
+	if err := newNotifier(t, objs...).Send(context.Background(), alertList(alert("a", "", "p")), rollback()); err != nil {
 		t.Fatalf("Send: %v", err)
 	}
 	decodeOne(t, rcv, &got)
@@ -120,7 +120,7 @@ func TestProxy(t *testing.T) {
 	const hook = "http://hooks.example.invalid/services/T000/B000/TOKEN"
 	objs := provider("p", sluicev1.AlertProviderGeneric, hook)
 	objs[0].(*sluicev1.AlertProvider).Spec.Proxy = p.srv.URL
-	if err := newNotifier(t, objs...).Send(context.Background(), canary(alert("a", "", "p")), rollback()); err != nil {
+	if err := newNotifier(t, objs...).Send(context.Background(), alertList(alert("a", "", "p")), rollback()); err != nil {
 		t.Fatalf("Send through the proxy: %v", err)
 	}
 	p.mu.Lock()
@@ -130,13 +130,13 @@ func TestProxy(t *testing.T) {
 	}
 
 	direct := provider("p", sluicev1.AlertProviderGeneric, hook)
-	if err := newNotifier(t, direct...).Send(context.Background(), canary(alert("a", "", "p")), rollback()); err == nil {
+	if err := newNotifier(t, direct...).Send(context.Background(), alertList(alert("a", "", "p")), rollback()); err == nil {
 		t.Fatal("a direct delivery to an address that does not resolve succeeded")
 	}
 
 	bad := provider("p", sluicev1.AlertProviderGeneric, hook)
 	bad[0].(*sluicev1.AlertProvider).Spec.Proxy = "socks5://user:secret@proxy:1080"
-	err := newNotifier(t, bad...).Send(context.Background(), canary(alert("a", "", "p")), rollback())
+	err := newNotifier(t, bad...).Send(context.Background(), alertList(alert("a", "", "p")), rollback())
 	if err == nil || !strings.Contains(err.Error(), "spec.proxy is not an http(s) URL") || strings.Contains(err.Error(), "secret") {
 		t.Fatalf("unusable proxy: %v, want a config error that does not print the URL", err)
 	}
