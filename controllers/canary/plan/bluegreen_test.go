@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/internal/planevent"
 	"sluice.dev/sluice/test/golden"
 )
 
@@ -131,7 +132,7 @@ func TestBlueGreenNewRevisionRestarts(t *testing.T) {
 	w.targetRevision = "rev-3"
 	d := w.tick(t)
 	if w.status.Iterations != 0 || w.status.LastAppliedSpec != "rev-3" || w.routeWeight != 0 ||
-		!slices.ContainsFunc(d.Events, func(e Event) bool { return e.Reason == EventRestarted }) {
+		!slices.ContainsFunc(d.Events, func(e planevent.Event) bool { return e.Reason == EventRestarted }) {
 		t.Fatalf("after a new revision: iterations %d, applied %s, weight %d, events %+v", w.status.Iterations, w.status.LastAppliedSpec, w.routeWeight, d.Events)
 	}
 	w.runUntil(t, 50, sluicev1.CanaryPhaseSucceeded)
