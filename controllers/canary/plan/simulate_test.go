@@ -27,6 +27,8 @@ type world struct {
 	canaryNeverReady bool
 	routeWeight      int32
 	abOn             bool // the route holds A/B rules
+	mirror           int32  // the route mirrors this percentage to the canary
+	cookie           string // the route's session-affinity cookie
 	analysis         func(w *world) Check
 	gates            func(t sluicev1.WebhookType, w *world) GateResult
 	requests         map[string]string
@@ -57,6 +59,7 @@ func (w *world) observe() Observed {
 		Canary: Workload{Exists: true, Revision: w.targetRevision, Desired: w.canaryReplicas,
 			Ready: canaryReady, Updated: w.canaryReplicas, RolledOut: true},
 		RouteWeight: w.routeWeight, RouteKnown: true, RouteABOn: w.abOn, RouteABKnown: true,
+		RouteMirror: w.mirror, RouteCookie: w.cookie, RouteExtrasKnown: true,
 	}
 }
 
@@ -83,6 +86,9 @@ func (w *world) tick(t *testing.T) Decision {
 		case ActionScaleCanaryDown:
 			if w.abOn {
 				t.Fatal("canary scaled down while A/B routing sends it requests")
+			}
+			if w.cookie != "" || w.mirror != 0 {
+				t.Fatalf("canary scaled down while the route still has cookie %q / mirror %d", w.cookie, w.mirror)
 			}
 			w.canaryReplicas = 0
 		case ActionPromotePrimary:
@@ -112,6 +118,28 @@ func (w *world) tick(t *testing.T) Decision {
 			w.abOn = true
 		case ActionABRoutesOff:
 			w.abOn = false
+		case ActionMirrorOn:
+			if w.canaryReplicas == 0 || w.canaryNeverReady || w.routeWeight != 0 {
+				t.Fatalf("mirroring turned on with canary replicas %d at weight %d", w.canaryReplicas, w.routeWeight)
+			}
+			w.mirror = MirrorWeight(w.spec)
+		case ActionMirrorOff:
+			w.mirror = 0
+		case ActionAffinityOn:
+			if w.canaryReplicas == 0 || w.canaryNeverReady {
+				t.Fatal("session affinity turned on to a canary with no ready replicas")
+			}
+			w.cookie = AffinityCookie(w.spec, d.Status)
+		case ActionAffinityOff:
+			w.cookie = ""
+		}
+	}
+	if !w.canaryNeverReady {
+		if want := MirrorWanted(w.spec, d.Status); w.mirror != want {
+			t.Fatalf("route mirrors %d%% after the actions, status says %d%% (phase %s)", w.mirror, want, d.Status.Phase)
+		}
+		if want := AffinityCookie(w.spec, d.Status); w.cookie != want {
+			t.Fatalf("route cookie %q after the actions, status says %q (phase %s)", w.cookie, want, d.Status.Phase)
 		}
 	}
 	if want := ABRouted(w.spec, d.Status); w.abOn != want {
@@ -138,6 +166,12 @@ func (w *world) record(before sluicev1.CanaryStatus, d Decision) {
 		s.CanaryWeight, 100-s.CanaryWeight, s.FailedChecks)
 	if IsBlueGreen(w.spec) {
 		line += fmt.Sprintf(" iterations=%d/%d", s.Iterations, w.spec.Analysis.Iterations)
+	}
+	if w.spec.Analysis.Mirror {
+		line += fmt.Sprintf(" mirror=%d", w.mirror)
+	}
+	if w.spec.Analysis.SessionAffinity != nil {
+		line += fmt.Sprintf(" cookie=%q", w.cookie)
 	}
 	if IsAB(w.spec) {
 		ab := "off"
