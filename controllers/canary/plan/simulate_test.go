@@ -26,7 +26,7 @@ type world struct {
 	canaryReplicas   int32
 	canaryNeverReady bool
 	routeWeight      int32
-	abOn             bool // the route holds A/B rules
+	abOn             bool   // the route holds A/B rules
 	mirror           int32  // the route mirrors this percentage to the canary
 	cookie           string // the route's session-affinity cookie
 	analysis         func(w *world) Check
