@@ -34,6 +34,14 @@ func (r *Reconciler) execute(ctx context.Context, canary *sluicev1.Canary, route
 			err = router.SetABRoutes(ctx, canary, true)
 		case plan.ActionABRoutesOff:
 			err = router.SetABRoutes(ctx, canary, false)
+		case plan.ActionMirrorOn:
+			err = router.SetMirror(ctx, canary, plan.MirrorWanted(canary.Spec, d.Status))
+		case plan.ActionMirrorOff:
+			err = router.SetMirror(ctx, canary, 0)
+		case plan.ActionAffinityOn:
+			err = router.SetSessionAffinity(ctx, canary, plan.AffinityCookie(canary.Spec, d.Status))
+		case plan.ActionAffinityOff:
+			err = router.SetSessionAffinity(ctx, canary, "")
 		default:
 			err = fmt.Errorf("unknown action %q", a)
 		}

@@ -19,6 +19,7 @@ import (
 	"sluice.dev/sluice/providers"
 	"sluice.dev/sluice/providers/gatewayapi"
 	"sluice.dev/sluice/providers/istio"
+	"sluice.dev/sluice/providers/kubernetes"
 )
 
 // reconcileRun runs the lifecycle step and turns its error into conditions: a stall (only a
@@ -60,7 +61,7 @@ func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *
 	if err := router.Reconcile(ctx, canary); err != nil {
 		if errors.Is(err, providers.ErrRouteNotFound) || errors.Is(err, gatewayapi.ErrRouteConflict) ||
 			errors.Is(err, istio.ErrNotControlled) || errors.Is(err, gatewayapi.ErrInvalidSpec) ||
-			errors.Is(err, gatewayapi.ErrNoApexBackend) {
+			errors.Is(err, gatewayapi.ErrNoApexBackend) || errors.Is(err, kubernetes.ErrInvalidSpec) {
 			return ctrl.Result{}, reconcilekit.Stalled(sluicev1.ReasonRouteError, "%w", err)
 		}
 		return ctrl.Result{}, fmt.Errorf("reconciling routes: %w", err)
@@ -84,6 +85,7 @@ func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *
 		if on, err := router.GetABRoutes(ctx, canary); err == nil {
 			o.RouteABOn, o.RouteABKnown = on, true
 		}
+		observeExtras(ctx, router, canary, &o)
 	} else if canary.Status.Phase != "" && canary.Status.Phase != sluicev1.CanaryPhaseInitializing {
 		log.FromContext(ctx).Info("Reading route weights failed", "error", err.Error())
 	}
