@@ -19,13 +19,13 @@ func (r *Reconciler) execute(ctx context.Context, canary *sluicev1.Canary, route
 		var err error
 		switch a {
 		case plan.ActionScaleCanaryUp:
-			replicas := int32(1)
-			if primary.Spec.Replicas != nil && *primary.Spec.Replicas > 0 {
-				replicas = *primary.Spec.Replicas
-			}
-			err = r.scale(ctx, target, replicas)
+			err = r.scaleCanaryUp(ctx, canary, target, primary)
 		case plan.ActionScaleCanaryDown:
-			err = r.scale(ctx, target, 0)
+			err = r.scaleCanaryDown(ctx, canary, target)
+		case plan.ActionScalePrimaryUp:
+			if primary.Spec.Replicas == nil || *primary.Spec.Replicas < d.PrimaryReplicas {
+				err = r.scale(ctx, primary, d.PrimaryReplicas)
+			}
 		case plan.ActionPromotePrimary:
 			err = r.promotePrimary(ctx, canary, target, primary, refs, d.Status.LastAppliedSpec)
 		case plan.ActionSetWeights:

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -248,6 +249,10 @@ func (r *Reconciler) promotePrimary(ctx context.Context, canary *sluicev1.Canary
 	}
 	patch := client.MergeFrom(primary.DeepCopy())
 	primary.Spec.Template = tpl
+	if canary.Spec.AutoscalerRef == nil && target.Spec.Replicas != nil && *target.Spec.Replicas > 0 {
+		// Without an autoscaler the primary follows the target's replicas (the release's count).
+		primary.Spec.Replicas = ptr.To(max(*target.Spec.Replicas, ptr.Deref(primary.Spec.Replicas, 0)))
+	}
 	if primary.Annotations == nil {
 		primary.Annotations = map[string]string{}
 	}

@@ -58,6 +58,9 @@ func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.ensureAutoscalers(ctx, canary, primary); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := router.Reconcile(ctx, canary); err != nil {
 		if errors.Is(err, providers.ErrRouteNotFound) || errors.Is(err, gatewayapi.ErrRouteConflict) ||
 			errors.Is(err, istio.ErrNotControlled) || errors.Is(err, gatewayapi.ErrInvalidSpec) ||

@@ -160,3 +160,31 @@ func TestBlueGreenPromoteRequestSwitchesFirst(t *testing.T) {
 		t.Fatalf("after promotion: weight %d, primary %s", w.routeWeight, w.primaryRevision)
 	}
 }
+
+// TestBlueGreenPrimaryScaledBeforeTakeOver: the canary's autoscaler took it to 6 replicas under
+// all the traffic while the primary ran 3; the primary is scaled to 6 and ready before the
+// traffic moves back to it.
+func TestBlueGreenPrimaryScaledBeforeTakeOver(t *testing.T) {
+	w := newWorld(blueGreenSpec())
+	w.analysis = passing
+	w.primaryReplicas = 3
+	w.initialized(t)
+	w.targetRevision = "rev-2"
+	for w.routeWeight != 100 {
+		w.tick(t)
+	}
+	w.canaryReplicas = 6 // the canary's HPA under 100 % of the traffic
+	scaled := false
+	for i := 0; i < 20 && w.status.Phase != sluicev1.CanaryPhaseSucceeded; i++ {
+		d := w.tick(t)
+		if d.Has(ActionScalePrimaryUp) {
+			scaled = true
+			if d.PrimaryReplicas != 6 || d.Status.CanaryWeight != 100 {
+				t.Fatalf("scale-up to %d at weight %d", d.PrimaryReplicas, d.Status.CanaryWeight)
+			}
+		}
+	}
+	if !scaled || w.primaryReplicas != 6 || w.status.Phase != sluicev1.CanaryPhaseSucceeded {
+		t.Fatalf("primary scaled %v to %d, phase %s", scaled, w.primaryReplicas, w.status.Phase)
+	}
+}

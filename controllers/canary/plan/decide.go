@@ -367,8 +367,13 @@ func AnalysisDue(o Observed) bool {
 	return !blocked
 }
 
-// rollback routes all traffic to the primary, scales the canary down and fails the run.
+// rollback routes all traffic to the primary, scales the canary down and fails the run. A
+// primary with fewer ready replicas than the canary is scaled up in the same tick (see
+// primaryCanTakeOver): a rollback does not wait.
 func rollback(o Observed, d *Decision, reason string) {
+	if o.Status.CanaryWeight > 0 && o.Primary.Desired < o.Canary.Ready {
+		d.scalePrimary(o.Canary.Ready)
+	}
 	d.setWeight(0)
 	d.do(ActionScaleCanaryDown)
 	d.setPhase(sluicev1.CanaryPhaseFailed, o.Now)
@@ -421,6 +426,9 @@ func promote(o Observed, d *Decision) {
 		}
 	}
 	w := PromotionWeight(o.Spec.Analysis, o.Status.CanaryWeight)
+	if w == 0 && o.Status.CanaryWeight > 0 && !primaryCanTakeOver(o, d) {
+		return
+	}
 	d.setWeight(w)
 	d.Status.LastStepTime = stamp(o.Now)
 	d.Status.LastProgressTime = stamp(o.Now)

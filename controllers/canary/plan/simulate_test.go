@@ -93,6 +93,8 @@ func (w *world) tick(t *testing.T) Decision {
 			w.canaryReplicas = 0
 		case ActionPromotePrimary:
 			w.primaryRevision = w.targetRevision
+		case ActionScalePrimaryUp:
+			w.primaryReplicas = max(w.primaryReplicas, d.PrimaryReplicas)
 		case ActionSetWeights:
 			if d.Status.CanaryWeight < 0 || d.Status.CanaryWeight > 100 {
 				t.Fatalf("weight %d outside 0..100", d.Status.CanaryWeight)
@@ -106,6 +108,10 @@ func (w *world) tick(t *testing.T) Decision {
 			if IsBlueGreen(w.spec) && d.Status.CanaryWeight != 0 &&
 				(d.Status.CanaryWeight != 100 || d.Status.Phase != sluicev1.CanaryPhasePromoting) {
 				t.Fatalf("weight %d in phase %s of a blue/green run: only 0, or 100 once promotion starts", d.Status.CanaryWeight, d.Status.Phase)
+			}
+			if d.Status.CanaryWeight == 0 && w.routeWeight > 0 && d.Status.Phase == sluicev1.CanaryPhaseFinalising &&
+				w.primaryReplicas < w.canaryReplicas {
+				t.Fatalf("all traffic shifted to a primary with %d ready replicas from a canary with %d", w.primaryReplicas, w.canaryReplicas)
 			}
 			w.routeWeight = d.Status.CanaryWeight
 			if d.Status.Phase == sluicev1.CanaryPhaseProgressing {
