@@ -17,6 +17,7 @@ import (
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary/plan"
 	"sluice.dev/sluice/controllers/internal/reconcilekit"
+	"sluice.dev/sluice/providers"
 )
 
 // workloadOf summarises a Deployment for the plan.
@@ -68,14 +69,20 @@ func (r *Reconciler) trackedConfigs(ctx context.Context, ns string, refs []confi
 
 // ensureServices creates or corrects the apex, primary and canary Services. Only the selector,
 // ports and the sluice label are managed; nothing is written when they match.
-func (r *Reconciler) ensureServices(ctx context.Context, canary *sluicev1.Canary, target *appsv1.Deployment) error {
+func (r *Reconciler) ensureServices(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, target *appsv1.Deployment) error {
 	desired, err := desiredServices(canary, target)
 	if err != nil {
 		return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 	}
+	apex := providers.NamesFor(canary).Apex
 	for i, want := range desired {
 		have := &corev1.Service{}
 		err := r.Get(ctx, client.ObjectKeyFromObject(want), have)
+		if err == nil && !ownedBy(have, canary) {
+			if err := claimService(tick, canary, have, want.Name == apex); err != nil {
+				return err
+			}
+		}
 		if client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("reading service %s: %w", want.Name, err)
 		}
@@ -163,6 +170,9 @@ func (r *Reconciler) ensurePrimary(ctx context.Context, tick *reconcilekit.Tick,
 	primary := &appsv1.Deployment{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: primaryName(target.Name)}, primary)
 	if err == nil {
+		if !ownedBy(primary, canary) {
+			return nil, notOwned(canary, "Deployment", primary.Name)
+		}
 		return primary, nil
 	}
 	if !apierrors.IsNotFound(err) {
@@ -214,6 +224,9 @@ func (r *Reconciler) copyConfigs(ctx context.Context, canary *sluicev1.Canary, r
 		dst.SetName(primaryName(ref.Name))
 		dst.SetNamespace(canary.Namespace)
 		_, err := controllerutil.CreateOrPatch(ctx, r.Client, dst, func() error {
+			if dst.GetUID() != "" && !ownedBy(dst, canary) {
+				return notOwned(canary, configKind(ref.Kind), dst.GetName())
+			}
 			switch d := dst.(type) {
 			case *corev1.ConfigMap:
 				s := src.(*corev1.ConfigMap)
