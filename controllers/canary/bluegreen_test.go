@@ -118,6 +118,7 @@ func TestDaemonSetTargetStallsNamingTheKind(t *testing.T) {
 	c := h.blueGreenCanaryFor()
 	c.Spec.TargetRef.Kind = "DaemonSet"
 	h.create(c)
+	h.tick() // adds the finalizer
 	h.tick()
 	got := h.canary()
 	var msg string
