@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -74,7 +75,7 @@ func (r *Reconciler) ensureServices(ctx context.Context, tick *reconcilekit.Tick
 		return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 	}
 	apex := providers.NamesFor(canary).Apex
-	for _, want := range desired {
+	for i, want := range desired {
 		have := &corev1.Service{}
 		err := r.Get(ctx, client.ObjectKeyFromObject(want), have)
 		if err == nil && !ownedBy(have, canary) {
@@ -82,11 +83,23 @@ func (r *Reconciler) ensureServices(ctx context.Context, tick *reconcilekit.Tick
 				return err
 			}
 		}
-		if err == nil && serviceMatches(have, want) {
-			continue // the common, idle case: no conversion, no request
-		}
 		if client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("reading service %s: %w", want.Name, err)
+		}
+		if i == 0 { // the apex
+			existing := have
+			if err != nil {
+				existing = nil
+			}
+			want.Spec.Selector = apexSelector(canary, existing, desired[1].Spec.Selector, desired[2].Spec.Selector)
+		}
+		if err == nil {
+			if err := headlessMismatch(have, want); err != nil {
+				return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
+			}
+		}
+		if err == nil && serviceMatches(have, want) {
+			continue // the common, idle case: no conversion, no request
 		}
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: want.Namespace}}
 		_, err = controllerutil.CreateOrPatch(ctx, r.Client, svc, func() error {
@@ -94,12 +107,19 @@ func (r *Reconciler) ensureServices(ctx context.Context, tick *reconcilekit.Tick
 				svc.Labels = map[string]string{}
 			}
 			maps.Copy(svc.Labels, want.Labels)
+			if len(want.Annotations) > 0 {
+				if svc.Annotations == nil {
+					svc.Annotations = map[string]string{}
+				}
+				maps.Copy(svc.Annotations, want.Annotations)
+			}
 			svc.Spec.Selector = want.Spec.Selector
 			if !portsMatch(svc.Spec.Ports, want.Spec.Ports) {
 				svc.Spec.Ports = want.Spec.Ports
 			}
 			if svc.CreationTimestamp.IsZero() {
 				svc.Spec.Type = want.Spec.Type
+				svc.Spec.ClusterIP = want.Spec.ClusterIP
 				return controllerutil.SetControllerReference(canary, svc, r.Scheme)
 			}
 			return nil
@@ -111,10 +131,16 @@ func (r *Reconciler) ensureServices(ctx context.Context, tick *reconcilekit.Tick
 	return nil
 }
 
-// serviceMatches reports whether have already carries want's selector, ports and labels.
+// serviceMatches reports whether have already carries want's selector, ports, labels and
+// annotations.
 func serviceMatches(have, want *corev1.Service) bool {
 	for k, v := range want.Labels {
 		if have.Labels[k] != v {
+			return false
+		}
+	}
+	for k, v := range want.Annotations {
+		if have.Annotations[k] != v {
 			return false
 		}
 	}
@@ -236,6 +262,10 @@ func (r *Reconciler) promotePrimary(ctx context.Context, canary *sluicev1.Canary
 	}
 	patch := client.MergeFrom(primary.DeepCopy())
 	primary.Spec.Template = tpl
+	if canary.Spec.AutoscalerRef == nil && target.Spec.Replicas != nil && *target.Spec.Replicas > 0 {
+		// Without an autoscaler the primary follows the target's replicas (the release's count).
+		primary.Spec.Replicas = ptr.To(max(*target.Spec.Replicas, ptr.Deref(primary.Spec.Replicas, 0)))
+	}
 	if primary.Annotations == nil {
 		primary.Annotations = map[string]string{}
 	}

@@ -19,6 +19,7 @@ import (
 	"sluice.dev/sluice/providers"
 	"sluice.dev/sluice/providers/gatewayapi"
 	"sluice.dev/sluice/providers/istio"
+	"sluice.dev/sluice/providers/kubernetes"
 )
 
 // reconcileRun runs the lifecycle step and turns its error into conditions: a stall (only a
@@ -63,10 +64,13 @@ func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.ensureAutoscalers(ctx, canary, primary); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := router.Reconcile(ctx, canary); err != nil {
 		if errors.Is(err, providers.ErrRouteNotFound) || errors.Is(err, gatewayapi.ErrRouteConflict) ||
 			errors.Is(err, istio.ErrNotControlled) || errors.Is(err, gatewayapi.ErrInvalidSpec) ||
-			errors.Is(err, gatewayapi.ErrNoApexBackend) {
+			errors.Is(err, gatewayapi.ErrNoApexBackend) || errors.Is(err, kubernetes.ErrInvalidSpec) {
 			return ctrl.Result{}, reconcilekit.Stalled(sluicev1.ReasonRouteError, "%w", err)
 		}
 		return ctrl.Result{}, fmt.Errorf("reconciling routes: %w", err)
@@ -90,6 +94,7 @@ func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *
 		if on, err := router.GetABRoutes(ctx, canary); err == nil {
 			o.RouteABOn, o.RouteABKnown = on, true
 		}
+		observeExtras(ctx, router, canary, &o)
 	} else if canary.Status.Phase != "" && canary.Status.Phase != sluicev1.CanaryPhaseInitializing {
 		log.FromContext(ctx).Info("Reading route weights failed", "error", err.Error())
 	}
@@ -175,6 +180,10 @@ func (r *Reconciler) targetConflict(ctx context.Context, canary *sluicev1.Canary
 
 // target reads the Canary's target Deployment. errors: stalled when missing.
 func (r *Reconciler) target(ctx context.Context, canary *sluicev1.Canary) (*appsv1.Deployment, error) {
+	if kind := canary.Spec.TargetRef.Kind; kind != "" && kind != "Deployment" {
+		return nil, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec,
+			"spec.targetRef.kind %s: this controller delivers Deployments only; DaemonSet targets are accepted by the API but not implemented yet", kind)
+	}
 	target := &appsv1.Deployment{}
 	key := client.ObjectKey{Namespace: canary.Namespace, Name: canary.Spec.TargetRef.Name}
 	if err := r.Get(ctx, key, target); err != nil {

@@ -25,6 +25,7 @@ import (
 	"sluice.dev/sluice/providers"
 	"sluice.dev/sluice/providers/gatewayapi"
 	"sluice.dev/sluice/providers/istio"
+	"sluice.dev/sluice/providers/kubernetes"
 	"sluice.dev/sluice/tenancy"
 	"sluice.dev/sluice/webhooks"
 )
@@ -121,6 +122,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		Routers: map[sluicev1.Provider]providers.Router{
 			sluicev1.ProviderGatewayAPI: gatewayapi.New(c),
 			sluicev1.ProviderIstio:      istio.New(c),
+			sluicev1.ProviderKubernetes: kubernetes.New(c),
 		},
 		Options: canary.Options{MaxProgressing: o.MaxProgressing, ScrapeInterval: o.ScrapeInterval,
 			Refs: refs, Egress: policy},

@@ -49,6 +49,7 @@ func Decide(o Observed) Decision {
 	}
 	restoreDriftedWeights(o, &d)
 	syncABRoutes(o, &d)
+	syncExtras(o, &d)
 	return d
 }
 
@@ -160,8 +161,11 @@ func progress(o Observed, d *Decision) {
 	}
 	if o.Revision != o.Status.LastAppliedSpec {
 		restart := "restarting from weight 0"
-		if IsAB(o.Spec) {
+		switch {
+		case IsAB(o.Spec):
 			restart = "restarting the A/B test"
+		case IsBlueGreen(o.Spec):
+			restart = "restarting the blue/green iterations"
 		}
 		d.warning(EventRestarted, fmt.Sprintf("New revision %s during the run of %s; %s", o.Revision, o.Status.LastAppliedSpec, restart))
 		startRun(o, d)
@@ -184,8 +188,12 @@ func progress(o Observed, d *Decision) {
 	if on && !checkPassed(o, d) {
 		return
 	}
-	if IsAB(o.Spec) {
+	switch {
+	case IsAB(o.Spec):
 		advanceAB(o, d)
+		return
+	case IsBlueGreen(o.Spec):
+		advanceBlueGreen(o, d)
 		return
 	}
 	s := &d.Status
@@ -258,16 +266,20 @@ func checkPassed(o Observed, d *Decision) bool {
 			Message: g.Message, CheckedAt: stamp(o.Now)})
 	}
 	s := &d.Status
-	ab := IsAB(o.Spec)
-	if !ab {
+	passing := countsPassingChecks(o.Spec)
+	if !passing {
 		s.Iterations++
 	}
 	s.LastStepTime = stamp(o.Now)
 	s.Analysis = results
 	if check.Failed {
 		s.FailedChecks++
-		if ab {
-			d.warning(EventCheckFailed, fmt.Sprintf("A/B check failed (%d/%d): %s", s.FailedChecks, Threshold(o.Spec), check.Summary))
+		if passing {
+			kind := "A/B"
+			if IsBlueGreen(o.Spec) {
+				kind = "Blue/green"
+			}
+			d.warning(EventCheckFailed, fmt.Sprintf("%s check failed (%d/%d): %s", kind, s.FailedChecks, Threshold(o.Spec), check.Summary))
 		} else {
 			d.warning(EventCheckFailed, fmt.Sprintf("Check %d failed (%d/%d): %s", s.Iterations, s.FailedChecks, Threshold(o.Spec), check.Summary))
 		}
@@ -355,8 +367,13 @@ func AnalysisDue(o Observed) bool {
 	return !blocked
 }
 
-// rollback routes all traffic to the primary, scales the canary down and fails the run.
+// rollback routes all traffic to the primary, scales the canary down and fails the run. A
+// primary with fewer ready replicas than the canary is scaled up in the same tick (see
+// primaryCanTakeOver): a rollback does not wait.
 func rollback(o Observed, d *Decision, reason string) {
+	if o.Status.CanaryWeight > 0 && o.Primary.Desired < o.Canary.Ready {
+		d.scalePrimary(o.Canary.Ready)
+	}
 	d.setWeight(0)
 	d.do(ActionScaleCanaryDown)
 	d.setPhase(sluicev1.CanaryPhaseFailed, o.Now)
@@ -409,6 +426,9 @@ func promote(o Observed, d *Decision) {
 		}
 	}
 	w := PromotionWeight(o.Spec.Analysis, o.Status.CanaryWeight)
+	if w == 0 && o.Status.CanaryWeight > 0 && !primaryCanTakeOver(o, d) {
+		return
+	}
 	d.setWeight(w)
 	d.Status.LastStepTime = stamp(o.Now)
 	d.Status.LastProgressTime = stamp(o.Now)
@@ -455,49 +475,4 @@ func holdRequeue(o Observed) time.Duration {
 		}
 	}
 	return Interval(o.Spec)
-}
-
-// handleRequests acts on new request annotations (abort before promote before retry) and records
-// every new value as handled, whether it applied or not, so a leftover annotation never acts on a
-// later run. It reports whether a request decided this tick.
-func handleRequests(o Observed, d *Decision) bool {
-	fresh := map[string]bool{}
-	for _, key := range []string{sluicev1.AnnotationAbort, sluicev1.AnnotationPromote, sluicev1.AnnotationRetry} {
-		v := o.Requests[key]
-		if v == "" || o.Status.LastHandledRequests[key] == v {
-			continue
-		}
-		fresh[key] = true
-		if d.Status.LastHandledRequests == nil {
-			d.Status.LastHandledRequests = map[string]string{}
-		}
-		d.Status.LastHandledRequests[key] = v
-	}
-	phase := o.Status.Phase
-	inFlight := phase == sluicev1.CanaryPhaseProgressing || phase == sluicev1.CanaryPhaseWaitingPromotion
-	switch {
-	case fresh[sluicev1.AnnotationAbort] && inFlight:
-		rollback(o, d, "aborted by request ("+sluicev1.AnnotationAbort+")")
-	case fresh[sluicev1.AnnotationAbort] && phase == sluicev1.CanaryPhaseWaiting:
-		d.Status.LastAppliedSpec = o.Revision
-		d.Status.TrackedConfigs = o.TrackedConfigs
-		d.setPhase(sluicev1.CanaryPhaseFailed, o.Now)
-		d.warning(EventRollback, fmt.Sprintf("Run of %s aborted by request before it started", o.Revision))
-	case fresh[sluicev1.AnnotationPromote] && inFlight && o.Revision == o.Status.LastAppliedSpec:
-		d.normal(EventRequest, "Promotion requested ("+sluicev1.AnnotationPromote+"): skipping the remaining steps")
-		startPromotion(o, d)
-	case fresh[sluicev1.AnnotationPromote] && phase == sluicev1.CanaryPhaseWaiting:
-		d.normal(EventRequest, "Run approved by request ("+sluicev1.AnnotationPromote+")")
-		startRun(o, d)
-		d.normal(EventNewRevision, fmt.Sprintf("New revision %s, starting canary analysis", o.Revision))
-	case fresh[sluicev1.AnnotationRetry] && phase == sluicev1.CanaryPhaseFailed:
-		d.normal(EventRequest, fmt.Sprintf("Retry requested (%s): running %s again", sluicev1.AnnotationRetry, o.Revision))
-		startRun(o, d)
-	default:
-		for key := range fresh {
-			d.normal(EventRequest, fmt.Sprintf("Request %s=%s ignored: nothing to act on in phase %s", key, o.Requests[key], phase))
-		}
-		return false
-	}
-	return true
 }

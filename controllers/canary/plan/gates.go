@@ -26,8 +26,8 @@ func HasWebhooks(spec sluicev1.CanarySpec, t sluicev1.WebhookType) bool {
 // GatesDue lists the gate types whose webhooks the controller must resolve before calling
 // Decide: confirm-rollout before a new run starts; pre-rollout before the first traffic; rollout
 // and rollback with every check; confirm-traffic-increase before every increase (never in an A/B
-// run); confirm-promotion before promotion (in an A/B run, with the check that may complete the
-// iterations). Only types the spec has webhooks for are listed.
+// or blue/green run); confirm-promotion before promotion (in an A/B or blue/green run, with the
+// check that may complete the iterations). Only types the spec has webhooks for are listed.
 func GatesDue(o Observed) []sluicev1.WebhookType {
 	var due []sluicev1.WebhookType
 	add := func(ts ...sluicev1.WebhookType) {
@@ -54,19 +54,19 @@ func GatesDue(o Observed) []sluicev1.WebhookType {
 	if _, blocked := stepBlocked(o); blocked {
 		return nil
 	}
-	w, ab := o.Status.CanaryWeight, IsAB(o.Spec)
+	w, iterated := o.Status.CanaryWeight, countsPassingChecks(o.Spec)
 	if !trafficOn(o.Spec, o.Status) && phase == sluicev1.CanaryPhaseProgressing {
 		if !o.Status.PreRolloutPassed && HasWebhooks(o.Spec, sluicev1.WebhookPreRollout) {
 			add(sluicev1.WebhookPreRollout)
 			return due
 		}
-		if !ab { // as in Flagger, an A/B run has no traffic increase to confirm
+		if !iterated { // as in Flagger, A/B and blue/green runs have no traffic increase to confirm
 			add(sluicev1.WebhookConfirmTrafficIncrease)
 		}
 		return due
 	}
 	add(sluicev1.WebhookRollout, sluicev1.WebhookRollback)
-	if ab {
+	if iterated {
 		if o.Status.Iterations+1 >= o.Spec.Analysis.Iterations {
 			add(sluicev1.WebhookConfirmPromotion)
 		}
