@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
-	"sluice.dev/sluice/providers"
 )
 
 // Labels and annotations Sluice puts on the objects it creates.
@@ -117,7 +116,7 @@ func desiredServices(canary *sluicev1.Canary, target *appsv1.Deployment) ([]*cor
 	if err != nil {
 		return nil, err
 	}
-	names := providers.NamesFor(canary)
+	names := canary.ServiceNames()
 	mk := func(name string, selector map[string]string) *corev1.Service {
 		return &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: canary.Namespace,

@@ -17,8 +17,6 @@ import (
 	"sluice.dev/sluice/controllers/canary/plan"
 	"sluice.dev/sluice/controllers/internal/reconcilekit"
 	"sluice.dev/sluice/providers"
-	"sluice.dev/sluice/providers/gatewayapi"
-	"sluice.dev/sluice/providers/istio"
 )
 
 // reconcileRun runs the lifecycle step and turns its error into conditions: a stall (only a
@@ -26,7 +24,7 @@ import (
 func (r *Reconciler) reconcileRun(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary) (ctrl.Result, error) {
 	r.checkAlertProviders(ctx, tick, canary)
 	res, err := r.step(ctx, tick, canary)
-	return tick.Settle(res, err, plan.Interval(canary.Spec))
+	return tick.Settle(res, stallPermanent(err), plan.Interval(canary.Spec))
 }
 
 func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary) (ctrl.Result, error) {
@@ -58,11 +56,6 @@ func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *
 		return ctrl.Result{}, err
 	}
 	if err := router.Reconcile(ctx, canary); err != nil {
-		if errors.Is(err, providers.ErrRouteNotFound) || errors.Is(err, gatewayapi.ErrRouteConflict) ||
-			errors.Is(err, istio.ErrNotControlled) || errors.Is(err, gatewayapi.ErrInvalidSpec) ||
-			errors.Is(err, gatewayapi.ErrNoApexBackend) {
-			return ctrl.Result{}, reconcilekit.Stalled(sluicev1.ReasonRouteError, "%w", err)
-		}
 		return ctrl.Result{}, fmt.Errorf("reconciling routes: %w", err)
 	}
 	if wait, err := r.metricsReady(ctx, canary); err != nil || wait {
@@ -128,6 +121,19 @@ func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *
 	r.queueHooks(tick, canary, d.Events)
 	r.queueNotifications(tick, canary, d.Events)
 	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
+}
+
+// stallPermanent turns a provider error that says the route or the spec can never work as it is
+// (providers.IsPermanent, wherever in the tick it came from) into a stall with the provider's
+// reason: retrying with backoff cannot fix it.
+func stallPermanent(err error) error {
+	if _, ok := reconcilekit.AsStalled(err); ok {
+		return err
+	}
+	if reason, ok := providers.IsPermanent(err); ok {
+		return reconcilekit.Stalled(reason, "%w", err)
+	}
+	return err
 }
 
 func providerOf(canary *sluicev1.Canary) sluicev1.Provider {
