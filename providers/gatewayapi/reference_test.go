@@ -17,8 +17,8 @@ import (
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/providers"
-	"sluice.dev/sluice/test/providertest"
 	"sluice.dev/sluice/providers/gatewayapi"
+	"sluice.dev/sluice/test/providertest"
 )
 
 // Rules of the three-rule route.
