@@ -17,6 +17,7 @@ import (
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/manager"
+	"sluice.dev/sluice/test/helmchart"
 	"sluice.dev/sluice/test/testenv"
 )
 
@@ -32,7 +33,7 @@ func TestManagerRunsWithOnlyTheChartsRBAC(t *testing.T) {
 	defer cancel()
 	release := env.Namespace(t)
 	app := env.Namespace(t)
-	out, err := Render(Release{Name: "sluice", Namespace: release})
+	out, err := helmchart.Render(helmchart.Release{Name: "sluice", Namespace: release})
 	if err != nil {
 		t.Fatal(err)
 	}

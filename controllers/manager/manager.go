@@ -82,6 +82,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}
 	c := mgr.GetClient()
 	notifier := notify.New(c, notify.Options{Timeout: 5 * time.Second})
+	// One analysis engine for both controllers: the one place the scrape interval is configured.
+	engine := analysis.NewEngine(c, analysis.Options{DefaultAddress: o.MetricsServer,
+		ScrapeInterval: o.ScrapeInterval, QueryTimeout: o.QueryTimeout})
 	gates := webhooks.NewRunner(webhooks.Options{})
 	if err := mgr.Add(gates); err != nil {
 		return nil, err
@@ -94,13 +97,12 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		Scheme:    mgr.GetScheme(),
 		Recorder:  mgr.GetEventRecorder("sluice"),
 		Clock:     clock.RealClock{},
-		Analyzer: analysis.NewEngine(c, analysis.Options{DefaultAddress: o.MetricsServer,
-			ScrapeInterval: o.ScrapeInterval, QueryTimeout: o.QueryTimeout}),
+		Analyzer:  engine,
 		Routers: map[sluicev1.Provider]providers.Router{
 			sluicev1.ProviderGatewayAPI: gatewayapi.New(c),
 			sluicev1.ProviderIstio:      istio.New(c),
 		},
-		Options: canary.Options{MaxProgressing: o.MaxProgressing, ScrapeInterval: o.ScrapeInterval},
+		Options: canary.Options{MaxProgressing: o.MaxProgressing},
 	}
 	workers := o.MaxConcurrentReconciles
 	if workers <= 0 {
@@ -114,8 +116,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("sluice"),
 		Clock:     clock.RealClock{},
-		Analyzer: analysis.NewEngine(c, analysis.Options{DefaultAddress: o.MetricsServer,
-			ScrapeInterval: o.ScrapeInterval, QueryTimeout: o.QueryTimeout}),
+		Analyzer: engine,
 		Notifier: proxyupgrade.AlertNotifier{Sender: notifier},
 		Options:  proxyupgrade.Options{ScrapeInterval: o.ScrapeInterval},
 	}
