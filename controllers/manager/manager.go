@@ -116,9 +116,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("sluice"),
 		Clock:     clock.RealClock{},
-		Analyzer: engine,
-		Notifier: proxyupgrade.AlertNotifier{Sender: notifier},
-		Options:  proxyupgrade.Options{ScrapeInterval: o.ScrapeInterval},
+		Analyzer:  engine,
+		Notifier:  proxyupgrade.AlertNotifier{Sender: notifier},
+		Options:   proxyupgrade.Options{ScrapeInterval: o.ScrapeInterval},
 	}
 	if err := pu.SetupWithManager(ctx, mgr, 2); err != nil {
 		return nil, fmt.Errorf("setting up the proxyupgrade controller: %w", err)

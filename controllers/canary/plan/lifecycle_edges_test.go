@@ -22,7 +22,7 @@ func readyWorkload(rev string) Workload {
 func TestMissingPrimaryIsCreatedThenInitialized(t *testing.T) {
 	for _, phase := range []sluicev1.CanaryPhase{"", sluicev1.CanaryPhaseSucceeded, sluicev1.CanaryPhaseFailed} {
 		o := Observed{Now: edgeNow, Spec: seedSpec(), Revision: "r1", Canary: readyWorkload("r1"),
-			Status: sluicev1.CanaryStatus{Phase: phase, LastAppliedSpec: "r1", LastPromotedSpec: "r1", CanaryWeight: 0},
+			Status:     sluicev1.CanaryStatus{Phase: phase, LastAppliedSpec: "r1", LastPromotedSpec: "r1", CanaryWeight: 0},
 			RouteKnown: true, RouteWeight: 30}
 		d := Decide(o)
 		if d.Status.Phase != sluicev1.CanaryPhaseInitializing || !slices.Equal(d.Actions, []Action{ActionCreatePrimary}) ||
@@ -55,7 +55,7 @@ func TestInitializationWaitsForTheMetricsServer(t *testing.T) {
 // order (abort, promote, retry), the same on every run.
 func TestIgnoredRequestsInFixedOrder(t *testing.T) {
 	o := Observed{Now: edgeNow, Spec: seedSpec(), Revision: "r1", Primary: readyWorkload("r1"), Canary: readyWorkload("r1"),
-		Status: sluicev1.CanaryStatus{Phase: sluicev1.CanaryPhaseInitialized, LastAppliedSpec: "r1", LastPromotedSpec: "r1"},
+		Status:   sluicev1.CanaryStatus{Phase: sluicev1.CanaryPhaseInitialized, LastAppliedSpec: "r1", LastPromotedSpec: "r1"},
 		Requests: map[string]string{sluicev1.AnnotationRetry: "t1", sluicev1.AnnotationPromote: "t1", sluicev1.AnnotationAbort: "t1"}}
 	for i := 0; i < 20; i++ {
 		d := Decide(o)
