@@ -6,6 +6,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -19,20 +20,19 @@ import (
 	"sluice.dev/sluice/providers"
 )
 
+// defaultScrapeInterval is Prometheus' default scrape interval.
+const defaultScrapeInterval = 15 * time.Second
+
 // Finalizer holds a deleted Canary until its traffic is safe without it: with revertOnDeletion
 // the target serves again through the user's original routing; without it the primary objects are
 // orphaned and keep serving.
 const Finalizer = "sluice.dev/finalizer"
 
-// Analyzer runs a Canary's analysis; analysis.Engine implements it against Prometheus (and owns
-// the scrape interval the metric windows are checked against).
+// Analyzer runs a Canary's analysis; analysis.Engine implements it against Prometheus.
 type Analyzer interface {
-	// Validate reports metrics that cannot be evaluated as written (no I/O); the controller calls
-	// it once per tick. errors: the spec problems, naming each metric.
-	Validate(canary *sluicev1.Canary) error
-	// Evaluate evaluates every metric of a validated Canary once at now. errors: an analysis that
-	// cannot run at all; per-metric problems are Error verdicts in the Check.
-	Evaluate(ctx context.Context, canary *sluicev1.Canary, now time.Time) (analysis.Check, error)
+	// Analyze evaluates every metric once at now. errors: an analysis that cannot run at all;
+	// per-metric problems are Error verdicts in the Check.
+	Analyze(ctx context.Context, canary *sluicev1.Canary, now time.Time) (analysis.Check, error)
 	// Ready reports whether the metrics servers the Canary uses answer. errors: unreachable.
 	Ready(ctx context.Context, canary *sluicev1.Canary) error
 }
@@ -41,6 +41,9 @@ type Analyzer interface {
 type Options struct {
 	// MaxProgressing caps how many Canaries may run at once; others wait in Waiting. 0: no cap.
 	MaxProgressing int
+	// ScrapeInterval is Prometheus' scrape interval; metric windows shorter than twice it are
+	// refused. Default 15s.
+	ScrapeInterval time.Duration
 }
 
 // Reconciler drives Canaries through their lifecycle. Every read goes through the manager's cache;
@@ -137,4 +140,9 @@ func (r *Reconciler) reconcileFinalizer(ctx context.Context, canary *sluicev1.Ca
 // kit is the shared reconcile scaffolding over this Reconciler's client, recorder and clock.
 func (r *Reconciler) kit() reconcilekit.Kit {
 	return reconcilekit.Kit{Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder, Clock: r.Clock, Writes: &r.writes}
+}
+
+func stampNow(t time.Time) *metav1.Time {
+	mt := metav1.NewTime(t)
+	return &mt
 }

@@ -22,68 +22,69 @@ import (
 	"sluice.dev/sluice/controllers/internal/reconcilekit"
 )
 
-// reconcileDelete runs the deletion sub-machine (plan.DecideDeletion): it makes traffic safe
-// before the Canary goes, then releases the finalizer. With revertOnDeletion: scale the target back
-// up, wait until it is ready, point the apex Service and the route back at it, remove the primary
-// objects. Without it: orphan the primary objects (drop the Canary's owner reference) so garbage
-// collection does not delete what serves the traffic.
+// reconcileDelete makes traffic safe before the Canary goes. With revertOnDeletion: scale the target
+// back up, wait until it is ready, point the apex Service and the route back at it, remove the
+// primary objects. Without it: orphan the primary objects (drop the Canary's owner reference) so
+// garbage collection does not delete what serves the traffic. Then release the finalizer.
 func (r *Reconciler) reconcileDelete(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(canary, Finalizer) {
 		forgetMetrics(canary)
 		return ctrl.Result{}, nil
 	}
-	target := &appsv1.Deployment{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: canary.Spec.TargetRef.Name}, target); apierrors.IsNotFound(err) {
-		target = nil
-	} else if err != nil {
-		return ctrl.Result{}, fmt.Errorf("reading target: %w", err)
+	if canary.Status.Phase != sluicev1.CanaryPhaseTerminating {
+		canary.Status.Phase = sluicev1.CanaryPhaseTerminating
+		canary.Status.LastTransitionTime = stampNow(tick.Now())
+		tick.Normal(sluicev1.ReasonTerminating, "Deleting: restoring the target before removing the primary")
 	}
-	d := plan.DecideDeletion(plan.DeletionObserved{Now: tick.Now(), Spec: canary.Spec, Status: canary.Status,
-		Target: workloadOf(target, "")})
-	for _, a := range d.Actions {
-		if err := r.doDeletion(ctx, tick, canary, target, a); err != nil {
-			return ctrl.Result{}, fmt.Errorf("%s: %w", a, err)
+	if !canary.Spec.RevertOnDeletion {
+		if err := r.orphanObjects(ctx, canary); err != nil {
+			return ctrl.Result{}, err
 		}
-	}
-	canary.Status = d.Status
-	tick.Event(d.Events...)
-	if d.Hold != nil {
-		reconcilekit.MarkWaiting(canary, d.Hold.Reason, d.Hold.Message)
-	}
-	if canary.Status.Phase == sluicev1.CanaryPhaseTerminated {
+		tick.Normal(sluicev1.ReasonTerminating,
+			"Deleted without revertOnDeletion: the primary, its Services and routes are left serving as they are (no longer owned by the Canary)")
+		canary.Status.Phase = sluicev1.CanaryPhaseTerminated
 		forgetMetrics(canary)
+		return ctrl.Result{}, r.releaseFinalizer(ctx, canary)
 	}
-	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
+	target := &appsv1.Deployment{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: canary.Spec.TargetRef.Name}, target)
+	switch {
+	case apierrors.IsNotFound(err):
+		tick.Warning(sluicev1.ReasonTargetNotFound, "Target is gone; nothing to restore")
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("reading target: %w", err)
+	default:
+		if wait, err := r.restoreTarget(ctx, canary, target); err != nil || wait {
+			return ctrl.Result{RequeueAfter: plan.PollInterval}, err
+		}
+	}
+	if err := r.removePrimaryObjects(ctx, canary); err != nil {
+		return ctrl.Result{}, err
+	}
+	canary.Status.Phase = sluicev1.CanaryPhaseTerminated
+	forgetMetrics(canary)
+	return ctrl.Result{}, r.releaseFinalizer(ctx, canary)
 }
 
-// doDeletion carries out one action of the deletion sub-machine.
-func (r *Reconciler) doDeletion(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, target *appsv1.Deployment, a plan.Action) error {
-	switch a {
-	case plan.ActionOrphanObjects:
-		return r.orphanObjects(ctx, canary)
-	case plan.ActionScaleCanaryUp:
-		primary := &appsv1.Deployment{}
-		if err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: primaryName(target.Name)}, primary); err != nil {
-			primary = nil // scale to one replica
-		}
-		return r.scale(ctx, target, replicasOf(primary))
-	case plan.ActionRestoreRouting:
-		return r.restoreRouting(ctx, canary, target)
-	case plan.ActionRemovePrimaryObjects:
-		return r.removePrimaryObjects(ctx, canary)
-	case plan.ActionReleaseFinalizer:
-		if err := r.releaseFinalizer(ctx, canary); err != nil {
-			return err
-		}
-		tick.Rebase() // the status patch follows the finalizer's write
-		return nil
+// restoreTarget scales the target to the primary's replicas and, once it is ready, routes the
+// apex Service and the route to it. It reports whether to wait for readiness.
+func (r *Reconciler) restoreTarget(ctx context.Context, canary *sluicev1.Canary, target *appsv1.Deployment) (bool, error) {
+	replicas := int32(1)
+	primary := &appsv1.Deployment{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: primaryName(target.Name)}, primary); err == nil &&
+		primary.Spec.Replicas != nil && *primary.Spec.Replicas > 0 {
+		replicas = *primary.Spec.Replicas
 	}
-	return fmt.Errorf("unknown deletion action %q", a)
-}
-
-// restoreRouting points the apex Service at the target's pods (and drops the Canary's ownership
-// of it), then has the router restore the user's routing.
-func (r *Reconciler) restoreRouting(ctx context.Context, canary *sluicev1.Canary, target *appsv1.Deployment) error {
+	if target.Spec.Replicas == nil || *target.Spec.Replicas == 0 {
+		if err := r.scale(ctx, target, replicas); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	if !workloadOf(target, "").IsReady(plan.CanaryReadyThreshold(canary.Spec)) {
+		reconcilekit.MarkWaiting(canary, sluicev1.ReasonTerminating, fmt.Sprintf("Waiting for %s to become ready before removing the primary", target.Name))
+		return true, nil
+	}
 	apex := &corev1.Service{}
 	names := canary.ServiceNames()
 	if err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: names.Apex}, apex); err == nil {
@@ -91,17 +92,17 @@ func (r *Reconciler) restoreRouting(ctx context.Context, canary *sluicev1.Canary
 		apex.Spec.Selector = target.Spec.Selector.MatchLabels
 		apex.OwnerReferences = withoutOwner(apex.OwnerReferences, canary.UID)
 		if err := r.Patch(ctx, apex, patch); err != nil {
-			return fmt.Errorf("pointing service %s back at %s: %w", names.Apex, target.Name, err)
+			return false, fmt.Errorf("pointing service %s back at %s: %w", names.Apex, target.Name, err)
 		}
 	} else if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("reading apex service: %w", err)
+		return false, fmt.Errorf("reading apex service: %w", err)
 	}
 	if router, ok := r.Routers[providerOf(canary)]; ok {
 		if err := router.Finalize(ctx, canary); err != nil {
-			return fmt.Errorf("restoring routes: %w", err)
+			return false, fmt.Errorf("restoring routes: %w", err)
 		}
 	}
-	return nil
+	return false, nil
 }
 
 func withoutOwner(refs []metav1.OwnerReference, uid types.UID) []metav1.OwnerReference {
@@ -146,8 +147,7 @@ func (r *Reconciler) removePrimaryObjects(ctx context.Context, canary *sluicev1.
 	return nil
 }
 
-// releaseFinalizer removes the finalizer, retrying on conflict with a fresh read, and takes the
-// resourceVersion the write produced into canary.
+// releaseFinalizer removes the finalizer, retrying on conflict with a fresh read.
 func (r *Reconciler) releaseFinalizer(ctx context.Context, canary *sluicev1.Canary) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		latest := &sluicev1.Canary{}
@@ -156,11 +156,7 @@ func (r *Reconciler) releaseFinalizer(ctx context.Context, canary *sluicev1.Cana
 		}
 		patch := client.MergeFromWithOptions(latest.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.RemoveFinalizer(latest, Finalizer)
-		if err := r.Patch(ctx, latest, patch); err != nil {
-			return client.IgnoreNotFound(err)
-		}
-		canary.ResourceVersion = latest.ResourceVersion
-		return nil
+		return client.IgnoreNotFound(r.Patch(ctx, latest, patch))
 	})
 }
 

@@ -93,7 +93,7 @@ func payload(c *sluicev1.Canary, revision string, t sluicev1.WebhookType) webhoo
 }
 
 // queueHooks queues the fire-and-forget hooks of this tick's decision in the outbox, called once
-// its status is written: post-rollout when a run ended, and event hooks for every lifecycle event.
+// its status is written: post-rollout when a run ended, and event hooks for every event.
 func (r *Reconciler) queueHooks(tick *reconcilekit.Tick, c *sluicev1.Canary, events []planevent.Event) {
 	if r.Gates == nil || len(events) == 0 {
 		return
@@ -117,9 +117,6 @@ func (r *Reconciler) fireHooks(c *sluicev1.Canary, events []planevent.Event) {
 			}
 		case sluicev1.WebhookEvent:
 			for _, e := range events {
-				if e.Reason == plan.EventPrimaryCreated {
-					continue // bookkeeping of the controller's own objects, not a lifecycle transition
-				}
 				p := payload(c, c.Status.LastAppliedSpec, sluicev1.WebhookEvent)
 				p.Metadata = map[string]string{"eventType": e.Type, "reason": e.Reason, "message": e.Message}
 				r.Gates.Fire(h, p)

@@ -38,16 +38,7 @@ type scriptedAnalyzer struct {
 	fail  func(weight int32) bool
 }
 
-// Validate applies the real checks of the analysis (analysis.Engine.Validate with the default
-// scrape interval).
-func (a *scriptedAnalyzer) Validate(c *sluicev1.Canary) error {
-	if err := analysis.ValidateSpec(c); err != nil {
-		return err
-	}
-	return analysis.ValidateIntervals(c, 0)
-}
-
-func (a *scriptedAnalyzer) Evaluate(_ context.Context, c *sluicev1.Canary, now time.Time) (analysis.Check, error) {
+func (a *scriptedAnalyzer) Analyze(_ context.Context, c *sluicev1.Canary, now time.Time) (analysis.Check, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.calls++

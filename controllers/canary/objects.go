@@ -18,11 +18,8 @@ import (
 	"sluice.dev/sluice/controllers/internal/reconcilekit"
 )
 
-// workloadOf summarises a Deployment for the plan; nil is a missing one.
+// workloadOf summarises a Deployment for the plan.
 func workloadOf(d *appsv1.Deployment, revision string) plan.Workload {
-	if d == nil {
-		return plan.Workload{}
-	}
 	desired := int32(1)
 	if d.Spec.Replicas != nil {
 		desired = *d.Spec.Replicas
@@ -33,14 +30,6 @@ func workloadOf(d *appsv1.Deployment, revision string) plan.Workload {
 		RolledOut: s.ObservedGeneration >= d.Generation && s.UpdatedReplicas >= desired &&
 			s.Replicas <= s.UpdatedReplicas,
 	}
-}
-
-// primaryWorkload summarises the primary (nil: missing) at the revision its annotation names.
-func primaryWorkload(primary *appsv1.Deployment) plan.Workload {
-	if primary == nil {
-		return plan.Workload{}
-	}
-	return workloadOf(primary, primary.Annotations[AnnotationRevision])
 }
 
 // trackedConfigs reads the checksums of the ConfigMaps and Secrets the target references.
@@ -140,10 +129,11 @@ func portsMatch(have, want []corev1.ServicePort) bool {
 	return true
 }
 
-// readPrimary returns the primary Deployment, or nil when it does not exist yet and may be created
-// from the target: at initialization, or later only when the target runs the promoted revision
-// (otherwise the Canary stalls with reason PrimaryMissing).
-func (r *Reconciler) readPrimary(ctx context.Context, canary *sluicev1.Canary, target *appsv1.Deployment, revision string) (*appsv1.Deployment, error) {
+// ensurePrimary returns the primary Deployment, creating it (and the -primary config copies) from
+// the target when it does not exist yet — at initialization, or later only when the target runs the
+// promoted revision (otherwise the Canary stalls with reason PrimaryMissing).
+func (r *Reconciler) ensurePrimary(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, target *appsv1.Deployment,
+	refs []configRef, revision string) (*appsv1.Deployment, error) {
 	primary := &appsv1.Deployment{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: primaryName(target.Name)}, primary)
 	if err == nil {
@@ -159,26 +149,22 @@ func (r *Reconciler) readPrimary(ctx context.Context, canary *sluicev1.Canary, t
 			"set the target back to the promoted version (Sluice then rebuilds the primary from it) or recreate %s",
 			primaryName(target.Name), revision, promoted, primaryName(target.Name))
 	}
-	return nil, nil
-}
-
-// createPrimary creates the primary (and the -primary config copies) from the target at revision,
-// owned by the Canary.
-func (r *Reconciler) createPrimary(ctx context.Context, canary *sluicev1.Canary, target *appsv1.Deployment, refs []configRef, revision string) error {
 	if err := r.copyConfigs(ctx, canary, refs); err != nil {
-		return err
+		return nil, err
 	}
-	primary, err := newPrimary(canary, target, refs, revision)
+	primary, err = newPrimary(canary, target, refs, revision)
 	if err != nil {
-		return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
+		return nil, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 	}
 	if err := controllerutil.SetControllerReference(canary, primary, r.Scheme); err != nil {
-		return err
+		return nil, err
 	}
 	if err := r.Create(ctx, primary); err != nil {
-		return fmt.Errorf("creating primary deployment %s: %w", primary.Name, err)
+		return nil, fmt.Errorf("creating primary deployment %s: %w", primary.Name, err)
 	}
-	return nil
+	canary.Status.Phase = sluicev1.CanaryPhaseInitializing
+	tick.Normal(sluicev1.ReasonPrimaryCreated, fmt.Sprintf("Created %s from %s at revision %s", primary.Name, target.Name, revision))
+	return primary, nil
 }
 
 // copyConfigs writes <name>-primary copies of the tracked ConfigMaps and Secrets, owned by the

@@ -102,7 +102,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 			sluicev1.ProviderGatewayAPI: gatewayapi.New(c),
 			sluicev1.ProviderIstio:      istio.New(c),
 		},
-		Options: canary.Options{MaxProgressing: o.MaxProgressing},
+		Options: canary.Options{MaxProgressing: o.MaxProgressing, ScrapeInterval: o.ScrapeInterval},
 	}
 	workers := o.MaxConcurrentReconciles
 	if workers <= 0 {

@@ -9,30 +9,27 @@ import (
 
 // Event reasons recorded by Decide.
 const (
-	EventPrimaryCreated = sluicev1.ReasonPrimaryCreated
-	EventInitialized    = "Initialized"
-	EventNewRevision    = "NewRevision"
-	EventRestarted      = "RunRestarted"
-	EventWaiting        = "Waiting"
-	EventAdvanced       = "WeightAdvanced"
-	EventCheckFailed    = "CheckFailed"
-	EventRollback       = "RolledBack"
-	EventPromoting      = "Promoting"
-	EventFinalising     = "Finalising"
-	EventSucceeded      = "Succeeded"
-	EventWeightsDrift   = "WeightsRestored"
-	EventDeadline       = "ProgressDeadlineExceeded"
-	EventRevisionMatch  = "RevisionMatchesPrimary"
-	EventRunCancelled   = "RunCancelled"
-	EventRequest        = "RequestHandled"
+	EventInitialized   = "Initialized"
+	EventNewRevision   = "NewRevision"
+	EventRestarted     = "RunRestarted"
+	EventWaiting       = "Waiting"
+	EventAdvanced      = "WeightAdvanced"
+	EventCheckFailed   = "CheckFailed"
+	EventRollback      = "RolledBack"
+	EventPromoting     = "Promoting"
+	EventFinalising    = "Finalising"
+	EventSucceeded     = "Succeeded"
+	EventWeightsDrift  = "WeightsRestored"
+	EventDeadline      = "ProgressDeadlineExceeded"
+	EventRevisionMatch = "RevisionMatchesPrimary"
+	EventRunCancelled  = "RunCancelled"
+	EventRequest       = "RequestHandled"
 )
 
 // Decide returns the next step of the Canary's lifecycle for what was observed in one tick.
 func Decide(o Observed) Decision {
 	d := Decision{Status: *o.Status.DeepCopy(), RequeueAfter: Interval(o.Spec)}
-	if !o.Primary.Exists {
-		createPrimary(o, &d)
-	} else if !handleRequests(o, &d) {
+	if !handleRequests(o, &d) {
 		switch o.Status.Phase {
 		case "", sluicev1.CanaryPhaseInitializing:
 			initialize(o, &d)
@@ -47,7 +44,7 @@ func Decide(o Observed) Decision {
 		case sluicev1.CanaryPhaseFinalising:
 			finalise(o, &d)
 		default:
-			// Terminating and Terminated belong to the deletion sub-machine (DecideDeletion).
+			// Terminating/Terminated are handled by the controller's deletion path.
 		}
 	}
 	restoreDriftedWeights(o, &d)
@@ -55,24 +52,10 @@ func Decide(o Observed) Decision {
 	return d
 }
 
-// createPrimary creates the primary from the target at its revision and initializes again: its
-// pods are not ready yet, so nothing else is decided before they are.
-func createPrimary(o Observed, d *Decision) {
-	d.do(ActionCreatePrimary)
-	target := o.Spec.TargetRef.Name
-	d.normal(EventPrimaryCreated, fmt.Sprintf("Created %s-primary from %s at revision %s", target, target, o.Revision))
-	initialize(o, d)
-}
-
-// initialize waits for the metrics servers to answer and the primary to become ready, then routes
-// everything to the primary and scales the target down.
+// initialize waits for the primary to become ready, then routes everything to it and scales the
+// target down.
 func initialize(o Observed, d *Decision) {
 	d.setPhase(sluicev1.CanaryPhaseInitializing, o.Now)
-	if o.MetricsServerDown != "" {
-		d.Hold = &Hold{Reason: sluicev1.ReasonMetricsUnreachable, Message: "Waiting for the metrics server: " + o.MetricsServerDown}
-		d.RequeueAfter = PollInterval
-		return
-	}
 	if !o.Primary.IsReady(PrimaryReadyThreshold(o.Spec)) {
 		d.RequeueAfter = PollInterval
 		return
@@ -381,6 +364,90 @@ func rollback(o Observed, d *Decision, reason string) {
 	d.warning(EventRollback, fmt.Sprintf("Rolling back %s: %s", o.Status.LastAppliedSpec, reason))
 }
 
+// startPromotion begins copying the canary's template and configs to the primary.
+func startPromotion(o Observed, d *Decision) {
+	d.setPhase(sluicev1.CanaryPhasePromoting, o.Now)
+	d.Status.LastProgressTime = stamp(o.Now)
+	d.do(ActionPromotePrimary)
+	d.RequeueAfter = PollInterval
+	d.normal(EventPromoting, fmt.Sprintf("Copying revision %s to the primary", d.Status.LastAppliedSpec))
+}
+
+// promote waits for the promoted primary, then shifts traffic back to it (an A/B run's routing
+// goes off with the move to Finalising; see syncABRoutes).
+func promote(o Observed, d *Decision) {
+	promoted := o.Primary.Revision == o.Status.LastAppliedSpec
+	if !promoted && o.Revision != o.Status.LastAppliedSpec && o.Revision == o.Status.LastPromotedSpec {
+		cancelRun(o, d)
+		return
+	}
+	if !promoted && o.Revision != o.Status.LastAppliedSpec {
+		// The target changed before its predecessor reached the primary: never promote an
+		// unanalysed revision; start over with the new one.
+		d.warning(EventRestarted, fmt.Sprintf("New revision %s before promotion of %s; restarting from weight 0", o.Revision, o.Status.LastAppliedSpec))
+		startRun(o, d)
+		return
+	}
+	if deadlinePassed(o) {
+		d.warning(EventDeadline, fmt.Sprintf("Primary not promoted within %s (progressDeadlineSeconds)", ProgressDeadline(o.Spec)))
+		rollback(o, d, "progress deadline exceeded during promotion")
+		return
+	}
+	if !promoted {
+		d.do(ActionPromotePrimary)
+		d.RequeueAfter = PollInterval
+		return
+	}
+	if !o.Primary.IsReady(PrimaryReadyThreshold(o.Spec)) {
+		d.RequeueAfter = PollInterval
+		return
+	}
+	if last := o.Status.LastStepTime; o.Spec.Analysis.StepWeightPromotion > 0 && !IsAB(o.Spec) && last != nil {
+		if due := last.Add(Interval(o.Spec)); o.Now.Before(due) {
+			d.RequeueAfter = due.Sub(o.Now)
+			return
+		}
+	}
+	w := PromotionWeight(o.Spec.Analysis, o.Status.CanaryWeight)
+	d.setWeight(w)
+	d.Status.LastStepTime = stamp(o.Now)
+	d.Status.LastProgressTime = stamp(o.Now)
+	if w > 0 {
+		d.normal(EventAdvanced, fmt.Sprintf("Promotion: canary weight down to %d", w))
+		d.RequeueAfter = Interval(o.Spec)
+		return
+	}
+	d.setPhase(sluicev1.CanaryPhaseFinalising, o.Now)
+	d.RequeueAfter = time.Millisecond
+	d.normal(EventFinalising, "All traffic on the promoted primary; scaling the canary down")
+}
+
+// finalise scales the canary down and records the promotion.
+func finalise(o Observed, d *Decision) {
+	d.do(ActionScaleCanaryDown)
+	d.Status.LastPromotedSpec = o.Status.LastAppliedSpec
+	d.setPhase(sluicev1.CanaryPhaseSucceeded, o.Now)
+	d.normal(EventSucceeded, fmt.Sprintf("Promotion of %s completed", o.Status.LastAppliedSpec))
+}
+
+// restoreDriftedWeights puts the route back to the status weight when someone else changed it.
+func restoreDriftedWeights(o Observed, d *Decision) {
+	if !o.RouteKnown || o.RouteWeight == o.Status.CanaryWeight {
+		return
+	}
+	switch o.Status.Phase {
+	case "", sluicev1.CanaryPhaseInitializing:
+		return // the route is not ours to correct before initialization routes it
+	}
+	// Someone else changed the weights since our last write: say so, and put ours back (unless
+	// this tick writes new weights anyway).
+	if !d.Has(ActionSetWeights) {
+		d.setWeight(d.Status.CanaryWeight)
+	}
+	d.warning(EventWeightsDrift, fmt.Sprintf("Route had canary weight %d instead of %d (edited outside Sluice); set to %d",
+		o.RouteWeight, o.Status.CanaryWeight, d.Status.CanaryWeight))
+}
+
 func holdRequeue(o Observed) time.Duration {
 	if o.Hold != nil && o.Hold.Until.After(o.Now) {
 		if wait := o.Hold.Until.Sub(o.Now); wait < Interval(o.Spec) {
@@ -388,4 +455,49 @@ func holdRequeue(o Observed) time.Duration {
 		}
 	}
 	return Interval(o.Spec)
+}
+
+// handleRequests acts on new request annotations (abort before promote before retry) and records
+// every new value as handled, whether it applied or not, so a leftover annotation never acts on a
+// later run. It reports whether a request decided this tick.
+func handleRequests(o Observed, d *Decision) bool {
+	fresh := map[string]bool{}
+	for _, key := range []string{sluicev1.AnnotationAbort, sluicev1.AnnotationPromote, sluicev1.AnnotationRetry} {
+		v := o.Requests[key]
+		if v == "" || o.Status.LastHandledRequests[key] == v {
+			continue
+		}
+		fresh[key] = true
+		if d.Status.LastHandledRequests == nil {
+			d.Status.LastHandledRequests = map[string]string{}
+		}
+		d.Status.LastHandledRequests[key] = v
+	}
+	phase := o.Status.Phase
+	inFlight := phase == sluicev1.CanaryPhaseProgressing || phase == sluicev1.CanaryPhaseWaitingPromotion
+	switch {
+	case fresh[sluicev1.AnnotationAbort] && inFlight:
+		rollback(o, d, "aborted by request ("+sluicev1.AnnotationAbort+")")
+	case fresh[sluicev1.AnnotationAbort] && phase == sluicev1.CanaryPhaseWaiting:
+		d.Status.LastAppliedSpec = o.Revision
+		d.Status.TrackedConfigs = o.TrackedConfigs
+		d.setPhase(sluicev1.CanaryPhaseFailed, o.Now)
+		d.warning(EventRollback, fmt.Sprintf("Run of %s aborted by request before it started", o.Revision))
+	case fresh[sluicev1.AnnotationPromote] && inFlight && o.Revision == o.Status.LastAppliedSpec:
+		d.normal(EventRequest, "Promotion requested ("+sluicev1.AnnotationPromote+"): skipping the remaining steps")
+		startPromotion(o, d)
+	case fresh[sluicev1.AnnotationPromote] && phase == sluicev1.CanaryPhaseWaiting:
+		d.normal(EventRequest, "Run approved by request ("+sluicev1.AnnotationPromote+")")
+		startRun(o, d)
+		d.normal(EventNewRevision, fmt.Sprintf("New revision %s, starting canary analysis", o.Revision))
+	case fresh[sluicev1.AnnotationRetry] && phase == sluicev1.CanaryPhaseFailed:
+		d.normal(EventRequest, fmt.Sprintf("Retry requested (%s): running %s again", sluicev1.AnnotationRetry, o.Revision))
+		startRun(o, d)
+	default:
+		for key := range fresh {
+			d.normal(EventRequest, fmt.Sprintf("Request %s=%s ignored: nothing to act on in phase %s", key, o.Requests[key], phase))
+		}
+		return false
+	}
+	return true
 }

@@ -13,9 +13,6 @@ import (
 type Action string
 
 const (
-	// ActionCreatePrimary creates the <target>-primary Deployment (and the -primary copies of the
-	// tracked configs) from the target at Observed.Revision.
-	ActionCreatePrimary Action = "CreatePrimary"
 	// ActionScaleCanaryUp scales the target to the primary's replica count (at least 1).
 	ActionScaleCanaryUp Action = "ScaleCanaryUp"
 	// ActionScaleCanaryDown scales the target to zero replicas.
@@ -43,10 +40,6 @@ type Decision struct {
 	Actions []Action
 	// Events to record on the Canary, one per transition.
 	Events []planevent.Event
-	// Hold says why the decision waits, when it waits for something the conditions should name
-	// (a metrics server that does not answer, a target not ready yet while deleting). Holds of
-	// the run (windows, the rollout cap) come in Observed.Hold.
-	Hold *Hold
 	// RequeueAfter is when to look again.
 	RequeueAfter time.Duration
 }
@@ -93,8 +86,9 @@ func stamp(t time.Time) *metav1.Time {
 	return &mt
 }
 
-// Timing and threshold defaults, as in Flagger (the interval's is sluicev1.DefaultAnalysisInterval).
+// Timing and threshold defaults, as in Flagger.
 const (
+	DefaultInterval                = time.Minute
 	DefaultThreshold               = 5
 	DefaultProgressDeadlineSeconds = 600
 	DefaultReadyThreshold          = 100
@@ -107,7 +101,7 @@ func Interval(spec sluicev1.CanarySpec) time.Duration {
 	if d, err := time.ParseDuration(spec.Analysis.Interval); err == nil && d > 0 {
 		return d
 	}
-	return sluicev1.DefaultAnalysisInterval
+	return DefaultInterval
 }
 
 // Threshold is the number of failed checks that rolls a run back (default 5).

@@ -17,14 +17,8 @@ type Observed struct {
 	Revision string
 	// TrackedConfigs are the checksums Revision was computed from ("configmap/NAME" → sum).
 	TrackedConfigs map[string]string
-	// Primary and Canary describe the <target>-primary Deployment and the target itself. A
-	// missing primary (first initialization, or deleted while the target runs the promoted
-	// revision; the controller stalls otherwise) is created from the target, then initialized.
+	// Primary and Canary describe the <target>-primary Deployment and the target itself.
 	Primary, Canary Workload
-	// MetricsServerDown, when not empty, says why a metrics server the analysis needs does not
-	// answer; the controller checks it only while initializing. Initialization waits for it, so
-	// the first checks of a run never fail for want of a server.
-	MetricsServerDown string
 	// RouteWeight is the canary weight in percent read back from the route object this tick;
 	// RouteKnown is false when the route could not be read (e.g. not created yet).
 	RouteWeight int32
