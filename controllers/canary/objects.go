@@ -67,14 +67,20 @@ func (r *Reconciler) trackedConfigs(ctx context.Context, ns string, refs []confi
 
 // ensureServices creates or corrects the apex, primary and canary Services. Only the selector,
 // ports and the sluice label are managed; nothing is written when they match.
-func (r *Reconciler) ensureServices(ctx context.Context, canary *sluicev1.Canary, target *appsv1.Deployment) error {
+func (r *Reconciler) ensureServices(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, target *appsv1.Deployment) error {
 	desired, err := desiredServices(canary, target)
 	if err != nil {
 		return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 	}
+	apex := canary.ServiceNames().Apex
 	for _, want := range desired {
 		have := &corev1.Service{}
 		err := r.Get(ctx, client.ObjectKeyFromObject(want), have)
+		if err == nil && !ownedBy(have, canary) {
+			if err := claimService(tick, canary, have, want.Name == apex); err != nil {
+				return err
+			}
+		}
 		if err == nil && serviceMatches(have, want) {
 			continue // the common, idle case: no conversion, no request
 		}
@@ -137,6 +143,9 @@ func (r *Reconciler) ensurePrimary(ctx context.Context, tick *reconcilekit.Tick,
 	primary := &appsv1.Deployment{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: primaryName(target.Name)}, primary)
 	if err == nil {
+		if !ownedBy(primary, canary) {
+			return nil, notOwned(canary, "Deployment", primary.Name)
+		}
 		return primary, nil
 	}
 	if !apierrors.IsNotFound(err) {
@@ -188,6 +197,9 @@ func (r *Reconciler) copyConfigs(ctx context.Context, canary *sluicev1.Canary, r
 		dst.SetName(primaryName(ref.Name))
 		dst.SetNamespace(canary.Namespace)
 		_, err := controllerutil.CreateOrPatch(ctx, r.Client, dst, func() error {
+			if dst.GetUID() != "" && !ownedBy(dst, canary) {
+				return notOwned(canary, configKind(ref.Kind), dst.GetName())
+			}
 			switch d := dst.(type) {
 			case *corev1.ConfigMap:
 				s := src.(*corev1.ConfigMap)

@@ -32,6 +32,9 @@ func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *
 	if !ok {
 		return ctrl.Result{}, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "provider %q is not enabled in this controller", providerOf(canary))
 	}
+	if err := r.checkAccess(canary); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := analysis.ValidateIntervals(canary, r.scrapeInterval()); err != nil {
 		return ctrl.Result{}, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 	}
@@ -48,7 +51,7 @@ func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *
 		return ctrl.Result{}, err
 	}
 	revision := revisionOf(&target.Spec.Template, tracked)
-	if err := r.ensureServices(ctx, canary, target); err != nil {
+	if err := r.ensureServices(ctx, tick, canary, target); err != nil {
 		return ctrl.Result{}, err
 	}
 	primary, err := r.ensurePrimary(ctx, tick, canary, target, refs, revision)
