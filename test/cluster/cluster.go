@@ -451,4 +451,3 @@ func writeKubeconfig(path string, cfg *rest.Config) error {
 func (c *Cluster) logf(format string, args ...any) {
 	c.opts.Logf("[cluster %6.2fs] "+format, append([]any{time.Since(c.started).Seconds()}, args...)...)
 }
-
