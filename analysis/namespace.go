@@ -15,7 +15,7 @@ import (
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 )
 
-// NamespaceAnalysis is the analysis of a whole namespace, as a proxy upgrade runs it for every
+// NamespaceAnalysis is the analysis of a whole namespace, as a DataPlane runs it for every
 // namespace of a baking wave. Built-in metrics read the namespace's inbound traffic:
 //
 //   - linkerd: response_total and response_latency_ms_bucket with direction="inbound" and
@@ -27,7 +27,7 @@ import (
 // {{ .variables.KEY }}; {{ .target }} and {{ .service }} are empty. compareToPrimary does not apply
 // (a namespace has no primary).
 type NamespaceAnalysis struct {
-	// Name of the object the analysis runs for (a ProxyUpgrade), {{ .name }} in templates.
+	// Name of the object the analysis runs for (a DataPlane), {{ .name }} in templates.
 	Name string
 	// Namespace analysed.
 	Namespace string
