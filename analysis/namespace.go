@@ -277,5 +277,5 @@ func namespaceWindow(a NamespaceAnalysis, m *sluicev1.CanaryMetric) (time.Durati
 	if a.Interval > 0 {
 		return a.Interval, nil
 	}
-	return defaultAnalysisInterval, nil
+	return sluicev1.DefaultAnalysisInterval, nil
 }

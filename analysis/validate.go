@@ -13,9 +13,6 @@ import (
 // DefaultScrapeInterval is the Prometheus scrape interval assumed when none is configured.
 const DefaultScrapeInterval = 15 * time.Second
 
-// defaultAnalysisInterval is spec.analysis.interval when empty (the CRD default).
-const defaultAnalysisInterval = time.Minute
-
 // ValidateSpec reports what makes c's metrics impossible to evaluate as written: duplicate or empty
 // metric names, a name that is neither a built-in nor backed by a templateRef, an unparsable
 // interval, minRequestCount on a MetricTemplate metric, an unknown mesh, onNoData or comparison
@@ -120,7 +117,7 @@ func ValidateIntervals(c *sluicev1.Canary, scrapeInterval time.Duration) error {
 // analysisInterval returns spec.analysis.interval, default 1m. errors: ErrInvalidSpec.
 func analysisInterval(c *sluicev1.Canary) (time.Duration, error) {
 	if c.Spec.Analysis.Interval == "" {
-		return defaultAnalysisInterval, nil
+		return sluicev1.DefaultAnalysisInterval, nil
 	}
 	d, err := parseInterval(c.Spec.Analysis.Interval)
 	if err != nil {

@@ -59,8 +59,9 @@ func SetCookie(cookie string, maxAge int32) string {
 	return fmt.Sprintf("%s; Max-Age=%d; Path=/", cookie, maxAge)
 }
 
-// ErrRouteNotFound means the route a provider reads or edits does not exist (yet).
-var ErrRouteNotFound = errors.New("route not found")
+// ErrRouteNotFound means the route a provider reads or edits does not exist (yet): from Reconcile
+// in reference mode, the route spec.service.routeRef names. Permanent until someone creates it.
+var ErrRouteNotFound error = Permanent(sluicev1.ReasonRouteNotFound, "route not found")
 
 // ErrWeightDrift means the route's weights differ from what Sluice last set (someone edited them).
 var ErrWeightDrift = errors.New("route weights differ from the desired weights")
@@ -134,33 +135,4 @@ type Router interface {
 	// back the backends the user wrote (the original route, as it was before Sluice's first edit);
 	// generated mode deletes the generated route objects. errors: API errors.
 	Finalize(ctx context.Context, canary *sluicev1.Canary) error
-}
-
-// VerifyWeight reports ErrWeightDrift (wrapped, with both splits) when the route's split differs
-// from want.
-func VerifyWeight(ctx context.Context, r Router, canary *sluicev1.Canary, want Weights) error {
-	got, err := r.GetRoutes(ctx, canary)
-	if err != nil {
-		return err
-	}
-	if got != want {
-		return fmt.Errorf("%w: route has primary=%d canary=%d, want primary=%d canary=%d",
-			ErrWeightDrift, got.Primary, got.Canary, want.Primary, want.Canary)
-	}
-	return nil
-}
-
-// ServiceNames are the names of the three Services of a Canary.
-type ServiceNames struct {
-	Apex, Primary, Canary string
-}
-
-// NamesFor returns the apex, primary and canary Service names: spec.service.name (default the
-// target's name), with -primary and -canary suffixes.
-func NamesFor(canary *sluicev1.Canary) ServiceNames {
-	apex := canary.Spec.Service.Name
-	if apex == "" {
-		apex = canary.Spec.TargetRef.Name
-	}
-	return ServiceNames{Apex: apex, Primary: apex + "-primary", Canary: apex + "-canary"}
 }

@@ -40,6 +40,7 @@ const (
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=cn,categories=sluice
+// +kubebuilder:selectablefield:JSONPath=`.spec.targetRef.name`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Weight",type=integer,JSONPath=`.status.canaryWeight`
 // +kubebuilder:printcolumn:name="FailedChecks",type=integer,JSONPath=`.status.failedChecks`

@@ -17,6 +17,7 @@ import (
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/manager"
+	"sluice.dev/sluice/test/helmchart"
 	"sluice.dev/sluice/test/testenv"
 )
 
@@ -58,7 +59,7 @@ func runRolloutWithChartRBAC(t *testing.T, release, app string, values map[strin
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out, err := Render(Release{Name: "sluice", Namespace: release, Values: values})
+	out, err := helmchart.Render(helmchart.Release{Name: "sluice", Namespace: release, Values: values})
 	if err != nil {
 		t.Fatal(err)
 	}

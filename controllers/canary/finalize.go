@@ -20,7 +20,6 @@ import (
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary/plan"
 	"sluice.dev/sluice/controllers/internal/reconcilekit"
-	"sluice.dev/sluice/providers"
 )
 
 // reconcileDelete makes traffic safe before the Canary goes. With revertOnDeletion: scale the target
@@ -87,7 +86,7 @@ func (r *Reconciler) restoreTarget(ctx context.Context, canary *sluicev1.Canary,
 		return true, nil
 	}
 	apex := &corev1.Service{}
-	names := providers.NamesFor(canary)
+	names := canary.ServiceNames()
 	// An apex Service Sluice never took over (the Canary stalled before) is left as it is.
 	switch err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: names.Apex}, apex); {
 	case err == nil && ownedBy(apex, canary):
@@ -122,7 +121,7 @@ func withoutOwner(refs []metav1.OwnerReference, uid types.UID) []metav1.OwnerRef
 // -primary config copies this Canary owns; objects of those names without Sluice's ownership
 // label are left alone.
 func (r *Reconciler) removePrimaryObjects(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary) error {
-	names := providers.NamesFor(canary)
+	names := canary.ServiceNames()
 	objs := []client.Object{
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: primaryName(canary.Spec.TargetRef.Name), Namespace: canary.Namespace}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: names.Primary, Namespace: canary.Namespace}},

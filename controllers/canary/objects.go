@@ -17,7 +17,6 @@ import (
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary/plan"
 	"sluice.dev/sluice/controllers/internal/reconcilekit"
-	"sluice.dev/sluice/providers"
 )
 
 // workloadOf summarises a Deployment for the plan.
@@ -74,7 +73,7 @@ func (r *Reconciler) ensureServices(ctx context.Context, tick *reconcilekit.Tick
 	if err != nil {
 		return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 	}
-	apex := providers.NamesFor(canary).Apex
+	apex := canary.ServiceNames().Apex
 	for i, want := range desired {
 		have := &corev1.Service{}
 		err := r.Get(ctx, client.ObjectKeyFromObject(want), have)

@@ -12,7 +12,6 @@ import (
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/internal/reconcilekit"
-	"sluice.dev/sluice/providers"
 )
 
 // ownedBy reports whether Sluice created o for canary: o carries the ownership label with the
@@ -93,7 +92,7 @@ func (r *Reconciler) checkNameClashes(ctx context.Context, canary *sluicev1.Cana
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("reading primary deployment: %w", err)
 	}
-	names := providers.NamesFor(canary)
+	names := canary.ServiceNames()
 	for _, name := range []string{names.Primary, names.Canary} {
 		svc := &corev1.Service{}
 		switch err := r.Get(ctx, key(name), svc); {

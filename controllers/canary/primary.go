@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
-	"sluice.dev/sluice/providers"
 )
 
 // Labels and annotations Sluice puts on the objects it creates.
@@ -118,7 +117,7 @@ func desiredServices(canary *sluicev1.Canary, target *appsv1.Deployment) ([]*cor
 	if err != nil {
 		return nil, err
 	}
-	names := providers.NamesFor(canary)
+	names := canary.ServiceNames()
 	main := servicePort(canary)
 	ports := append([]corev1.ServicePort{main}, discoveredPorts(canary, target, main)...)
 	mk := func(name string, role serviceRole, selector map[string]string) *corev1.Service {

@@ -17,9 +17,6 @@ import (
 	"sluice.dev/sluice/controllers/canary/plan"
 	"sluice.dev/sluice/controllers/internal/reconcilekit"
 	"sluice.dev/sluice/providers"
-	"sluice.dev/sluice/providers/gatewayapi"
-	"sluice.dev/sluice/providers/istio"
-	"sluice.dev/sluice/providers/kubernetes"
 )
 
 // reconcileRun runs the lifecycle step and turns its error into conditions: a stall (only a
@@ -27,7 +24,7 @@ import (
 func (r *Reconciler) reconcileRun(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary) (ctrl.Result, error) {
 	r.checkAlertProviders(ctx, tick, canary)
 	res, err := r.step(ctx, tick, canary)
-	return tick.Settle(res, err, plan.Interval(canary.Spec))
+	return tick.Settle(res, stallPermanent(err), plan.Interval(canary.Spec))
 }
 
 func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary) (ctrl.Result, error) {
@@ -68,11 +65,6 @@ func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *
 		return ctrl.Result{}, err
 	}
 	if err := router.Reconcile(ctx, canary); err != nil {
-		if errors.Is(err, providers.ErrRouteNotFound) || errors.Is(err, gatewayapi.ErrRouteConflict) ||
-			errors.Is(err, istio.ErrNotControlled) || errors.Is(err, gatewayapi.ErrInvalidSpec) ||
-			errors.Is(err, gatewayapi.ErrNoApexBackend) || errors.Is(err, kubernetes.ErrInvalidSpec) {
-			return ctrl.Result{}, reconcilekit.Stalled(sluicev1.ReasonRouteError, "%w", err)
-		}
 		return ctrl.Result{}, fmt.Errorf("reconciling routes: %w", err)
 	}
 	if wait, err := r.metricsReady(ctx, canary); err != nil || wait {
@@ -141,6 +133,19 @@ func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *
 	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
 }
 
+// stallPermanent turns a provider error that says the route or the spec can never work as it is
+// (providers.IsPermanent, wherever in the tick it came from) into a stall with the provider's
+// reason: retrying with backoff cannot fix it.
+func stallPermanent(err error) error {
+	if _, ok := reconcilekit.AsStalled(err); ok {
+		return err
+	}
+	if reason, ok := providers.IsPermanent(err); ok {
+		return reconcilekit.Stalled(reason, "%w", err)
+	}
+	return err
+}
+
 func providerOf(canary *sluicev1.Canary) sluicev1.Provider {
 	if canary.Spec.Provider == "" {
 		return sluicev1.ProviderGatewayAPI
@@ -156,16 +161,18 @@ func (r *Reconciler) scrapeInterval() time.Duration {
 }
 
 // targetConflict stalls every Canary but the oldest that targets the same Deployment: two
-// controllers of one workload would fight over its replicas, primary and route.
+// controllers of one workload would fight over its replicas, primary and route. Every tick it
+// reads only the Canaries of that target, through the target index (the cache's; on a client
+// without a cache, the CRD's selectable field spec.targetRef.name), without copying them.
 func (r *Reconciler) targetConflict(ctx context.Context, canary *sluicev1.Canary) error {
 	list := &sluicev1.CanaryList{}
-	// Every tick: read the cache's objects without copying them (they are only read here).
-	if err := r.List(ctx, list, client.InNamespace(canary.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(canary.Namespace), client.MatchingFields{indexTarget: canary.Spec.TargetRef.Name},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing canaries of deployment %s: %w", canary.Spec.TargetRef.Name, err)
 	}
 	for i := range list.Items {
 		other := &list.Items[i]
-		if other.UID == canary.UID || !other.DeletionTimestamp.IsZero() || other.Spec.TargetRef.Name != canary.Spec.TargetRef.Name {
+		if other.UID == canary.UID || !other.DeletionTimestamp.IsZero() {
 			continue
 		}
 		older := other.CreationTimestamp.Before(&canary.CreationTimestamp) ||

@@ -110,6 +110,8 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}
 	analysisOpts := analysis.Options{DefaultAddress: o.MetricsServer, ScrapeInterval: o.ScrapeInterval,
 		QueryTimeout: o.QueryTimeout, Egress: policy, Refs: refs}
+	// One analysis engine for both controllers: the one place the scrape interval is configured.
+	engine := analysis.NewEngine(c, analysisOpts)
 	r := &canary.Reconciler{
 		Gates:     gates,
 		Notifier:  notifier,
@@ -118,7 +120,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		Scheme:    mgr.GetScheme(),
 		Recorder:  mgr.GetEventRecorder("sluice"),
 		Clock:     clock.RealClock{},
-		Analyzer:  analysis.NewEngine(c, analysisOpts),
+		Analyzer:  engine,
 		Routers: map[sluicev1.Provider]providers.Router{
 			sluicev1.ProviderGatewayAPI: gatewayapi.New(c),
 			sluicev1.ProviderIstio:      istio.New(c),
@@ -147,7 +149,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 			APIReader: mgr.GetAPIReader(),
 			Recorder:  mgr.GetEventRecorder("sluice"),
 			Clock:     clock.RealClock{},
-			Analyzer:  analysis.NewEngine(c, analysisOpts),
+			Analyzer:  engine,
 			Notifier:  notifier,
 			Options:   dataplane.Options{ScrapeInterval: o.ScrapeInterval},
 		}

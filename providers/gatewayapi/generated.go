@@ -20,7 +20,7 @@ import (
 
 // generatedKey is the generated route's name: the apex Service's, in the Canary's namespace.
 func generatedKey(canary *sluicev1.Canary) types.NamespacedName {
-	return types.NamespacedName{Namespace: canary.Namespace, Name: providers.NamesFor(canary).Apex}
+	return types.NamespacedName{Namespace: canary.Namespace, Name: canary.ServiceNames().Apex}
 }
 
 func (r *Router) reconcileGenerated(ctx context.Context, canary *sluicev1.Canary) error {
@@ -210,7 +210,7 @@ func currentWeights(route *gwv1.HTTPRoute, s services) providers.Weights {
 // errors: ErrInvalidSpec (wrapped) from the match and timeout conversions and withABRules.
 func generatedSpec(canary *sluicev1.Canary, w providers.Weights, ab bool) (gwv1.HTTPRouteSpec, error) {
 	svc := canary.Spec.Service
-	names := providers.NamesFor(canary)
+	names := canary.ServiceNames()
 	port := ptr.To(gwv1.PortNumber(svc.Port))
 
 	var spec gwv1.HTTPRouteSpec

@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/providers"
 )
 
@@ -29,7 +30,7 @@ const (
 // services identifies a Canary's Services among an HTTPRoute's backendRefs.
 type services struct {
 	namespace string
-	names     providers.ServiceNames
+	names     sluicev1.ServiceNames
 }
 
 // role classifies ref: a Service (group "", kind Service, both defaults) in the route's namespace

@@ -75,7 +75,7 @@ func (r *Router) setExtras(ctx context.Context, canary *sluicev1.Canary, change 
 		return err
 	}
 	if !ref {
-		n := providers.NamesFor(canary)
+		n := canary.ServiceNames()
 		vs := &istionetv1.VirtualService{}
 		ok, err := r.getControlled(ctx, canary, n.Apex, vs)
 		if err != nil {

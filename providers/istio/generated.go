@@ -2,7 +2,6 @@ package istio
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -22,7 +21,7 @@ import (
 
 // ErrNotControlled means an object Sluice would generate already exists and is not controlled by
 // the Canary (someone else's VirtualService or DestinationRule of the same name).
-var ErrNotControlled = errors.New("object exists and is not controlled by the Canary")
+var ErrNotControlled error = providers.Permanent(sluicev1.ReasonRouteConflict, "object exists and is not controlled by the Canary")
 
 // defaultGateway is the gateway of a generated VirtualService without spec.service.gateways: the
 // sidecars of the mesh.
@@ -35,7 +34,7 @@ func (r *Router) reconcileGenerated(ctx context.Context, canary *sluicev1.Canary
 	if err != nil {
 		return err
 	}
-	n := providers.NamesFor(canary)
+	n := canary.ServiceNames()
 	vs := &istionetv1.VirtualService{}
 	ok, err := r.getControlled(ctx, canary, n.Apex, vs)
 	if err != nil {
@@ -72,7 +71,7 @@ func currentWeights(vs *istionetv1.VirtualService, canary *sluicev1.Canary) prov
 
 // setGenerated applies the generated VirtualService at w. errors: see SetRoutes.
 func (r *Router) setGenerated(ctx context.Context, canary *sluicev1.Canary, w providers.Weights) error {
-	n := providers.NamesFor(canary)
+	n := canary.ServiceNames()
 	vs := &istionetv1.VirtualService{}
 	ok, err := r.getControlled(ctx, canary, n.Apex, vs)
 	if err != nil {
@@ -87,7 +86,7 @@ func (r *Router) setGenerated(ctx context.Context, canary *sluicev1.Canary, w pr
 // setGeneratedAB applies the generated VirtualService at its current weights with (on) or without
 // its A/B route. errors: see SetABRoutes.
 func (r *Router) setGeneratedAB(ctx context.Context, canary *sluicev1.Canary, on bool) error {
-	n := providers.NamesFor(canary)
+	n := canary.ServiceNames()
 	vs := &istionetv1.VirtualService{}
 	ok, err := r.getControlled(ctx, canary, n.Apex, vs)
 	if err != nil {
@@ -102,7 +101,7 @@ func (r *Router) setGeneratedAB(ctx context.Context, canary *sluicev1.Canary, on
 // finalizeGenerated deletes the generated VirtualService and DestinationRules the Canary controls.
 // errors: API errors.
 func (r *Router) finalizeGenerated(ctx context.Context, canary *sluicev1.Canary) error {
-	n := providers.NamesFor(canary)
+	n := canary.ServiceNames()
 	objs := []client.Object{
 		&istionetv1.VirtualService{}, &istionetv1.DestinationRule{}, &istionetv1.DestinationRule{},
 	}
@@ -158,7 +157,7 @@ func (r *Router) ensureVirtualService(ctx context.Context, canary *sluicev1.Cana
 	if existing != nil && proto.Equal(&existing.Spec, spec) {
 		return nil
 	}
-	ac := istioapplyv1.VirtualService(providers.NamesFor(canary).Apex, canary.Namespace).
+	ac := istioapplyv1.VirtualService(canary.ServiceNames().Apex, canary.Namespace).
 		WithLabels(map[string]string{sluicev1.LabelCanary: canary.Name}).
 		WithOwnerReferences(ownerRef(canary))
 	if existing != nil {
@@ -193,7 +192,7 @@ func (r *Router) ensureDestinationRule(ctx context.Context, canary *sluicev1.Can
 // errors: ErrInvalidSpec.
 func desiredVirtualService(canary *sluicev1.Canary, w providers.Weights, ab bool) (*networkingv1.VirtualService, error) {
 	svc := canary.Spec.Service
-	n := providers.NamesFor(canary)
+	n := canary.ServiceNames()
 	route := &networkingv1.HTTPRoute{
 		Route: []*networkingv1.HTTPRouteDestination{
 			{Destination: destination(n.Primary, svc.Port), Weight: w.Primary},

@@ -18,7 +18,7 @@ import (
 
 // ErrInvalidSpec means the Canary asks for something a Service selector cannot do: a split
 // other than all-primary or all-canary, or routing by request. Retrying does not help.
-var ErrInvalidSpec = errors.New("not supported by the kubernetes provider")
+var ErrInvalidSpec error = providers.Permanent(sluicev1.ReasonInvalidSpec, "not supported by the kubernetes provider")
 
 // ErrSelectorDrift means the apex Service selects neither the primary's pods nor the canary's.
 var ErrSelectorDrift = errors.New("apex Service selects neither the primary nor the canary")
@@ -41,7 +41,7 @@ type services struct {
 // read returns the Canary's three Services. errors: providers.ErrRouteNotFound (wrapped) naming
 // the missing one, API errors.
 func (r *Router) read(ctx context.Context, canary *sluicev1.Canary) (services, error) {
-	names := providers.NamesFor(canary)
+	names := canary.ServiceNames()
 	var s services
 	for _, x := range []struct {
 		name string

@@ -66,7 +66,7 @@ type Options struct {
 	// Namespace of the apex Service and its routes. Required.
 	Namespace string
 	// Service is the apex Service name; the backends are <Service>-primary and <Service>-canary
-	// (providers.NamesFor). Required.
+	// (sluicev1.Canary.ServiceNames). Required.
 	Service string
 	// Route is the name of the HTTPRoute or VirtualService to read. Default Service (the name of
 	// generated routes); set it for a Canary's spec.service.routeRef.
