@@ -141,7 +141,8 @@ func (r *Reconciler) step(ctx context.Context, canary *sluicev1.Canary, out *out
 		if err != nil {
 			return ctrl.Result{}, stalled(sluicev1.ReasonInvalidSpec, "analysis: %w", err)
 		}
-		o.Check = &plan.Check{Failed: check.Failed(), Summary: check.Summary(), Results: check.Results}
+		o.Check = &plan.Check{Outcome: check.Outcome(), Failed: check.Failed(), Summary: check.Summary(),
+			Results: check.Results, WindowStart: check.WindowStart()}
 	}
 
 	d := plan.Decide(o)

@@ -18,6 +18,7 @@ import (
 	"sluice.dev/sluice/analysis"
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary"
+	"sluice.dev/sluice/controllers/metrictemplate"
 	"sluice.dev/sluice/controllers/proxyupgrade"
 	"sluice.dev/sluice/controllers/scheme"
 	"sluice.dev/sluice/notify"
@@ -121,6 +122,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}
 	if err := pu.SetupWithManager(ctx, mgr, 2); err != nil {
 		return nil, fmt.Errorf("setting up the proxyupgrade controller: %w", err)
+	}
+	if err := (&metrictemplate.Reconciler{Client: c}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the metrictemplate controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err
