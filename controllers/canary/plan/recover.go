@@ -49,6 +49,13 @@ func recoverLostWrites(o Observed, d *Decision) bool {
 	s := &d.Status
 	switch {
 	case promotionWritten(o):
+		// The promotion followed a passing check (the last step's, or the last A/B iteration).
+		switch {
+		case IsAB(o.Spec):
+			s.Iterations = max(s.Iterations, o.Spec.Analysis.Iterations)
+		case o.Status.CanaryWeight > 0:
+			s.Iterations++
+		}
 		d.setPhase(sluicev1.CanaryPhasePromoting, o.Now)
 		s.LastProgressTime = stamp(o.Now)
 		d.RequeueAfter = PollInterval

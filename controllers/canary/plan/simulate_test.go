@@ -98,6 +98,9 @@ func (w *world) tick(t *testing.T) Decision {
 		w.status = d.Status
 	}
 	for _, a := range d.Actions {
+		if d.StatusFirst && statusLost {
+			break // the status write failed first: no action runs
+		}
 		if w.lost(d, string(a)) {
 			w.lostNow = string(a)
 			break // a write that fails ends the tick's writes
