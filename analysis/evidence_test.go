@@ -18,7 +18,9 @@ import (
 // a check where every metric was skipped is no evidence, and an error is neither evidence for nor
 // against the canary.
 func TestCheckOutcomeEvidenceRule(t *testing.T) {
-	r := func(v sluicev1.Verdict) sluicev1.MetricResult { return sluicev1.MetricResult{Name: string(v), Verdict: v} }
+	r := func(v sluicev1.Verdict) sluicev1.MetricResult {
+		return sluicev1.MetricResult{Name: string(v), Verdict: v}
+	}
 	for _, tc := range []struct {
 		name    string
 		results []sluicev1.MetricResult

@@ -34,8 +34,8 @@ type world struct {
 	// lose, when set, says whether a write of this tick is lost (the status, or an action);
 	// lost writes never reach the world, as with a conflict or a crash.
 	lose     func(w *world, d Decision, write string) bool
-	checks   int // analyses run
-	restores int // primary restores
+	checks   int     // analyses run
+	restores int     // primary restores
 	routeLog []int32 // every canary weight the route took, in order
 	lostNow  string  // what this tick lost, for the log
 	log      []string
