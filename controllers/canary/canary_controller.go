@@ -73,6 +73,8 @@ type Reconciler struct {
 	Options
 
 	cap rolloutCap
+	// checks remembers each Canary's last check per round (see checkMemo).
+	checks checkMemo
 	// patchedFrom maps a Canary to the resourceVersion its last status patch was based on.
 	patchedFrom sync.Map
 }
@@ -104,7 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{RequeueAfter: staleRetry}, nil
 	}
 	base := canary.DeepCopy()
-	out := &outbox{}
+	out := &outbox{base: base}
 	defer func() {
 		err := r.patchStatus(ctx, base, canary)
 		if err == nil {

@@ -40,13 +40,24 @@ func setPhaseConditions(c *sluicev1.Canary, hold *plan.Hold, events []plan.Event
 	case sluicev1.CanaryPhaseProgressing, sluicev1.CanaryPhaseWaitingPromotion, sluicev1.CanaryPhasePromoting, sluicev1.CanaryPhaseFinalising:
 		msg := fmt.Sprintf("%s revision %s at canary weight %d, %d failed checks", s.Phase, s.LastAppliedSpec, s.CanaryWeight, s.FailedChecks)
 		reason := sluicev1.ReasonProgressing
+		if lc := s.LastCheck; lc != nil {
+			switch lc.Outcome {
+			case sluicev1.CheckNoEvidence:
+				if !lc.AdvancedWithoutData {
+					msg, reason = msg+"; the last check had no evidence, the step holds: "+lc.Message, sluicev1.ReasonNoEvidence
+				}
+			case sluicev1.CheckError:
+				msg, reason = msg+fmt.Sprintf("; %d checks in a row could not be judged, the step holds: %s", s.ConsecutiveErrors, lc.Message),
+					sluicev1.ReasonMetricsUnavailable
+			}
+		}
 		if hold != nil && s.Phase == sluicev1.CanaryPhaseProgressing {
 			msg, reason = msg+"; held: "+hold.Message, hold.Reason
 		}
 		setCondition(c, sluicev1.ConditionReady, metav1.ConditionUnknown, reason, msg)
 		setCondition(c, sluicev1.ConditionReconciling, metav1.ConditionTrue, reason, msg)
 	case sluicev1.CanaryPhaseSucceeded:
-		msg := fmt.Sprintf("Revision %s promoted", s.LastPromotedSpec)
+		msg := fmt.Sprintf("Revision %s promoted: the primary serves it", s.LastPromotedSpec)
 		setCondition(c, sluicev1.ConditionReady, metav1.ConditionTrue, sluicev1.ReasonSucceeded, msg)
 		setCondition(c, sluicev1.ConditionPromoted, metav1.ConditionTrue, sluicev1.ReasonSucceeded, msg)
 		apimeta.RemoveStatusCondition(&s.Conditions, sluicev1.ConditionReconciling)

@@ -44,6 +44,8 @@ var notification = map[string]struct {
 type outbox struct {
 	messages []notify.Message
 	events   []plan.Event
+	// base is the Canary as read at the start of the tick, the base of its status patch.
+	base *sluicev1.Canary
 }
 
 // queueNotifications turns this tick's events into messages, skipping those whose dedup key

@@ -65,13 +65,17 @@ func (r *Reconciler) trackedConfigs(ctx context.Context, ns string, refs []confi
 }
 
 // ensureServices creates or corrects the apex, primary and canary Services. Only the selector,
-// ports and the sluice label are managed; nothing is written when they match.
-func (r *Reconciler) ensureServices(ctx context.Context, canary *sluicev1.Canary, target *appsv1.Deployment) error {
+// ports and the sluice label are managed; nothing is written when they match. The apex Service
+// moves to the primary only once the primary is ready (primaryReady), so adopting a Service that
+// already serves never leaves it without ready endpoints; taking over an existing one is
+// announced in an event and its original spec kept for revertOnDeletion.
+func (r *Reconciler) ensureServices(ctx context.Context, canary *sluicev1.Canary, target *appsv1.Deployment, primaryReady bool) error {
 	desired, err := desiredServices(canary, target)
 	if err != nil {
 		return stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 	}
-	for _, want := range desired {
+	for i, want := range desired {
+		apex := i == 0
 		have := &corev1.Service{}
 		err := r.Get(ctx, client.ObjectKeyFromObject(want), have)
 		if err == nil && serviceMatches(have, want) {
@@ -80,8 +84,23 @@ func (r *Reconciler) ensureServices(ctx context.Context, canary *sluicev1.Canary
 		if client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("reading service %s: %w", want.Name, err)
 		}
+		if apex && !primaryReady {
+			continue // the apex moves to the primary only once the primary serves
+		}
+		takeover := apex && err == nil && have.Labels[LabelCanary] != canary.Name
+		before := have.Spec.Selector
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: want.Namespace}}
+		defer func() {
+			if takeover && err == nil {
+				r.announceTakeover(ctx, canary, svc, before, want.Spec.Selector)
+			}
+		}()
 		_, err = controllerutil.CreateOrPatch(ctx, r.Client, svc, func() error {
+			if takeover {
+				if err := rememberOriginal(svc); err != nil {
+					return err
+				}
+			}
 			if svc.Labels == nil {
 				svc.Labels = map[string]string{}
 			}

@@ -11,14 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"sluice.dev/sluice/analysis"
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary/plan"
-	"sluice.dev/sluice/providers"
-	"sluice.dev/sluice/providers/gatewayapi"
-	"sluice.dev/sluice/providers/istio"
 )
 
 // stalledError is a problem only a change to the spec or the cluster fixes: it becomes a Stalled
@@ -35,126 +31,56 @@ func stalled(reason string, format string, args ...any) error {
 	return &stalledError{reason: reason, err: fmt.Errorf(format, args...)}
 }
 
-// reconcileRun observes the target, primary and route, asks the plan what to do, and does it.
+// reconcileRun observes the target, primary and route, gathers gates and analysis, asks the plan
+// what to do, and does it: observe → gather → decide → apply.
 func (r *Reconciler) reconcileRun(ctx context.Context, canary *sluicev1.Canary, out *outbox) (ctrl.Result, error) {
 	r.checkAlertProviders(ctx, canary)
-	res, err := r.step(ctx, canary, out)
+	res, stall, err := r.step(ctx, canary, out)
 	var st *stalledError
 	if errors.As(err, &st) {
-		if markStalled(canary, st.reason, st.err.Error()) {
-			r.record(ctx, canary, "Warning", st.reason, st.err.Error())
-		}
-		return ctrl.Result{RequeueAfter: plan.Interval(canary.Spec)}, nil
+		stall, err = &plan.Hold{Reason: st.reason, Message: st.err.Error()}, nil
+		res = ctrl.Result{RequeueAfter: plan.Interval(canary.Spec)}
 	}
 	if err != nil {
 		// Transient: retried with backoff; the condition tells users what is going on.
 		setCondition(canary, sluicev1.ConditionReady, metav1.ConditionFalse, sluicev1.ReasonReconcileError, err.Error())
 		return ctrl.Result{}, err
 	}
+	if stall != nil {
+		if markStalled(canary, stall.Reason, stall.Message) {
+			r.record(ctx, canary, "Warning", stall.Reason, stall.Message)
+		}
+		if res.RequeueAfter <= 0 || res.RequeueAfter > plan.Interval(canary.Spec) {
+			res.RequeueAfter = plan.Interval(canary.Spec)
+		}
+		return res, nil
+	}
 	clearStalled(canary)
 	canary.Status.ObservedGeneration = canary.Generation
 	return res, nil
 }
 
-func (r *Reconciler) step(ctx context.Context, canary *sluicev1.Canary, out *outbox) (ctrl.Result, error) {
+// step runs one tick and returns the stall the planner saw, if any (reported as Stalled).
+func (r *Reconciler) step(ctx context.Context, canary *sluicev1.Canary, out *outbox) (ctrl.Result, *plan.Hold, error) {
 	router, ok := r.Routers[providerOf(canary)]
 	if !ok {
-		return ctrl.Result{}, stalled(sluicev1.ReasonInvalidSpec, "provider %q is not enabled in this controller", providerOf(canary))
-	}
-	if err := analysis.ValidateIntervals(canary, r.scrapeInterval()); err != nil {
-		return ctrl.Result{}, stalled(sluicev1.ReasonInvalidSpec, "%w", err)
+		return ctrl.Result{}, nil, stalled(sluicev1.ReasonInvalidSpec, "provider %q is not enabled in this controller", providerOf(canary))
 	}
 	if err := r.targetConflict(ctx, canary); err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, nil, err
 	}
-	target, err := r.target(ctx, canary)
-	if err != nil {
-		return ctrl.Result{}, err
+	obs, err := r.observe(ctx, canary, router)
+	if err != nil || obs.wait {
+		return ctrl.Result{RequeueAfter: plan.PollInterval}, nil, err
 	}
-	refs := configRefs(&target.Spec.Template.Spec)
-	tracked, err := r.trackedConfigs(ctx, canary.Namespace, refs)
-	if err != nil {
-		return ctrl.Result{}, err
+	if res, done, err := r.gather(ctx, canary, obs); done || err != nil {
+		return res, obs.o.Stall, err
 	}
-	revision := revisionOf(&target.Spec.Template, tracked)
-	if err := r.ensureServices(ctx, canary, target); err != nil {
-		return ctrl.Result{}, err
+	d := plan.Decide(obs.o)
+	if err := r.apply(ctx, canary, router, obs, d, out); err != nil {
+		return ctrl.Result{}, obs.o.Stall, err
 	}
-	primary, err := r.ensurePrimary(ctx, canary, target, refs, revision)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := router.Reconcile(ctx, canary); err != nil {
-		if errors.Is(err, providers.ErrRouteNotFound) || errors.Is(err, gatewayapi.ErrRouteConflict) ||
-			errors.Is(err, istio.ErrNotControlled) || errors.Is(err, gatewayapi.ErrInvalidSpec) ||
-			errors.Is(err, gatewayapi.ErrNoApexBackend) {
-			return ctrl.Result{}, stalled(sluicev1.ReasonRouteError, "%w", err)
-		}
-		return ctrl.Result{}, fmt.Errorf("reconciling routes: %w", err)
-	}
-	if wait, err := r.metricsReady(ctx, canary); err != nil || wait {
-		return ctrl.Result{RequeueAfter: plan.PollInterval}, err
-	}
-
-	o := plan.Observed{
-		Now: r.now(), Spec: canary.Spec, Status: canary.Status, Revision: revision, TrackedConfigs: tracked,
-		Primary: workloadOf(primary, primary.Annotations[AnnotationRevision]),
-		Canary:  workloadOf(target, revision),
-		Requests: map[string]string{
-			sluicev1.AnnotationPromote: canary.Annotations[sluicev1.AnnotationPromote],
-			sluicev1.AnnotationAbort:   canary.Annotations[sluicev1.AnnotationAbort],
-			sluicev1.AnnotationRetry:   canary.Annotations[sluicev1.AnnotationRetry],
-		},
-	}
-	if w, err := router.GetRoutes(ctx, canary); err == nil {
-		o.RouteWeight, o.RouteKnown = w.Canary, true
-		if on, err := router.GetABRoutes(ctx, canary); err == nil {
-			o.RouteABOn, o.RouteABKnown = on, true
-		}
-	} else if canary.Status.Phase != "" && canary.Status.Phase != sluicev1.CanaryPhaseInitializing {
-		log.FromContext(ctx).Info("Reading route weights failed", "error", err.Error())
-	}
-	if hold, err := r.hold(ctx, canary, o); err != nil {
-		return ctrl.Result{}, err
-	} else {
-		o.Hold = hold
-	}
-	gatesDue := len(plan.GatesDue(o)) > 0
-	if gatesDue || plan.AnalysisDue(o) {
-		// Gates and checks are side effects that must not run twice: act on a current Canary.
-		if stale, err := r.isStale(ctx, canary); err != nil || stale {
-			return ctrl.Result{RequeueAfter: staleRetry}, err
-		}
-	}
-	if gatesDue {
-		gates, pending := r.resolveGates(canary, o)
-		if pending {
-			return ctrl.Result{RequeueAfter: gatePoll}, nil
-		}
-		o.Gates = gates
-	}
-	if plan.AnalysisDue(o) {
-		check, err := r.Analyzer.Analyze(ctx, canary, o.Now)
-		if ctx.Err() != nil {
-			return ctrl.Result{}, ctx.Err()
-		}
-		if err != nil {
-			return ctrl.Result{}, stalled(sluicev1.ReasonInvalidSpec, "analysis: %w", err)
-		}
-		o.Check = &plan.Check{Outcome: check.Outcome(), Failed: check.Failed(), Summary: check.Summary(),
-			Results: check.Results, WindowStart: check.WindowStart()}
-	}
-
-	d := plan.Decide(o)
-	if err := r.execute(ctx, canary, router, target, primary, refs, d); err != nil {
-		return ctrl.Result{}, err
-	}
-	canary.Status = d.Status
-	out.events = append(out.events, d.Events...)
-	setPhaseConditions(canary, o.Hold, d.Events)
-	observeMetrics(canary, d.Events)
-	queueNotifications(canary, d.Events, out)
-	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
+	return ctrl.Result{RequeueAfter: d.RequeueAfter}, obs.o.Stall, nil
 }
 
 func providerOf(canary *sluicev1.Canary) sluicev1.Provider {
