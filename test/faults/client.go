@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -148,7 +149,10 @@ func gvkKind(obj client.Object) string {
 
 // write runs do unless a fault says otherwise.
 func (c *Client) write(obj client.Object, status bool, verb string, do func() error) error {
-	kind := KindOf(obj, status)
+	return c.writeKind(KindOf(obj, status), fmt.Sprintf("%s/%s/%s", gvkKind(obj), obj.GetNamespace(), obj.GetName()), verb, do)
+}
+
+func (c *Client) writeKind(kind Kind, name, verb string, do func() error) error {
 	c.mu.Lock()
 	if c.crashed {
 		c.mu.Unlock()
@@ -163,11 +167,10 @@ func (c *Client) write(obj client.Object, status bool, verb string, do func() er
 		}
 	}
 	c.mu.Unlock()
-	name := fmt.Sprintf("%s/%s/%s", gvkKind(obj), obj.GetNamespace(), obj.GetName())
 	if fault != nil {
 		switch fault.Mode {
 		case Fail:
-			return apierrors.NewConflict(schema.GroupResource{Resource: string(kind)}, obj.GetName(),
+			return apierrors.NewConflict(schema.GroupResource{Resource: string(kind)}, name,
 				fmt.Errorf("injected fault: %s", fault))
 		case Drop:
 			return nil
@@ -200,7 +203,11 @@ func (c *Client) Patch(ctx context.Context, obj client.Object, patch client.Patc
 	return c.write(obj, false, "patch", func() error { return c.Client.Patch(ctx, obj, patch, opts...) })
 }
 
-// Apply is not faulted: Sluice writes with Patch (client.Apply patches included).
+// Apply implements client.Writer. Sluice server-side applies only routes, so every Apply is a
+// Route write.
+func (c *Client) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	return c.writeKind(Route, fmt.Sprintf("%T", obj), "apply", func() error { return c.Client.Apply(ctx, obj, opts...) })
+}
 
 // Delete implements client.Writer.
 func (c *Client) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
@@ -229,6 +236,6 @@ func (s *statusWriter) Patch(ctx context.Context, obj client.Object, patch clien
 	return s.c.write(obj, true, "status", func() error { return s.w.Patch(ctx, obj, patch, opts...) })
 }
 
-func (s *statusWriter) Apply(ctx context.Context, obj runtimeApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+func (s *statusWriter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
 	return s.w.Apply(ctx, obj, opts...)
 }
