@@ -105,7 +105,8 @@ func (r *Reconciler) observe(ctx context.Context, canary *sluicev1.Canary, route
 	}
 	obs.target, obs.primary = target, primary
 	o := plan.Observed{
-		Now: r.now(), Spec: canary.Spec, Status: s, Revision: revision, TrackedConfigs: tracked,
+		// canary.Status, not s: creating the primary starts the lifecycle over (Initializing).
+		Now: r.now(), Spec: canary.Spec, Status: canary.Status, Revision: revision, TrackedConfigs: tracked,
 		Primary: workloadOf(primary, primary.Annotations[AnnotationRevision]),
 		Requests: map[string]string{
 			sluicev1.AnnotationPromote: canary.Annotations[sluicev1.AnnotationPromote],
