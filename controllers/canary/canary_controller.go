@@ -168,7 +168,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, base, canary *sluicev1.Can
 	if err := r.Status().Patch(ctx, canary, patch); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("patching status of canary %s/%s: %w", canary.Namespace, canary.Name, err))
 	}
-	r.patchedFrom.Store(client.ObjectKeyFromObject(canary), base.ResourceVersion)
+	r.patchedFrom.Store(client.ObjectKeyFromObject(canary), ownWrite{from: base.ResourceVersion, at: r.now()})
 	return nil
 }
 
@@ -178,16 +178,28 @@ func (r *Reconciler) patchStatus(ctx context.Context, base, canary *sluicev1.Can
 // the memory is empty and the optimistic lock still guards the write.
 func (r *Reconciler) cacheBehindOwnWrite(canary *sluicev1.Canary) bool {
 	key := client.ObjectKeyFromObject(canary)
-	rv, ok := r.patchedFrom.Load(key)
+	v, ok := r.patchedFrom.Load(key)
 	if !ok {
 		return false
 	}
-	if rv == canary.ResourceVersion {
+	w := v.(ownWrite)
+	if w.from == canary.ResourceVersion && r.now().Sub(w.at) < ownWriteMemory {
 		return true
 	}
+	// The cache caught up — or, after ownWriteMemory, the write never landed (a lost write):
+	// either way, decide from what the cache shows.
 	r.patchedFrom.Delete(key)
 	return false
 }
+
+// ownWrite is the resourceVersion a status patch was based on, and when it was made.
+type ownWrite struct {
+	from string
+	at   time.Time
+}
+
+// ownWriteMemory bounds how long a tick waits for the cache to show our own last write.
+const ownWriteMemory = 5 * time.Second
 
 // staleRetry is how soon to look again when the cache turned out to lag behind our own writes.
 const staleRetry = 250 * time.Millisecond

@@ -85,6 +85,9 @@ func unreadyCanary(o Observed, d *Decision) bool {
 		return false
 	}
 	d.RequeueAfter = PollInterval
+	if o.Canary.Exists && o.Canary.Desired == 0 {
+		d.do(ActionScaleCanaryUp) // the run's scale-up was lost, or someone scaled the canary down
+	}
 	if o.Status.CanaryWeight > 0 {
 		d.setWeight(0)
 		d.Status.LastStepTime = stamp(o.Now)
