@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -92,12 +93,12 @@ func newNotifier(t *testing.T, objs ...client.Object) *Notifier {
 	return New(c, Options{})
 }
 
-// canary returns a Canary in testNS with the given alerts.
-func canary(alerts ...sluicev1.CanaryAlert) *sluicev1.Canary {
-	return &sluicev1.Canary{
-		ObjectMeta: metav1.ObjectMeta{Name: "podinfo", Namespace: testNS},
-		Spec:       sluicev1.CanarySpec{Analysis: sluicev1.CanaryAnalysis{Alerts: alerts}},
-	}
+// alertList is the alerts of a Canary.
+func alertList(alerts ...sluicev1.CanaryAlert) []sluicev1.CanaryAlert { return alerts }
+
+// podinfo is the subject of the test messages: Canary podinfo in testNS.
+func podinfo(phase string) Subject {
+	return Subject{Kind: "Canary", Name: "podinfo", Namespace: testNS, Phase: phase}
 }
 
 func alert(name string, sev sluicev1.AlertSeverity, providerName string) sluicev1.CanaryAlert {
@@ -110,10 +111,10 @@ func alert(name string, sev sluicev1.AlertSeverity, providerName string) sluicev
 // rollback is a typical error message with a failing metric.
 func rollback() Message {
 	return Message{
+		Subject:  podinfo(string(sluicev1.CanaryPhaseFailed)),
 		Event:    EventRolledBack,
 		Severity: sluicev1.SeverityError,
-		Phase:    sluicev1.CanaryPhaseFailed,
-		Weight:   10,
+		Weight:   ptr.To[int32](10),
 		Revision: "5d8f9c7b6",
 		Text:     "Failed checks reached threshold 5 <canary>",
 		Metric:   &FailingMetric{Name: "request-success-rate", Value: "97.5", ThresholdRange: "[99, +Inf]"},

@@ -48,20 +48,38 @@ func (e Event) Title() string {
 	return string(e)
 }
 
-// Message is one notification about a Canary.
-type Message struct {
-	// Name and Namespace of the Canary. Empty means the Canary passed to Send.
+// Subject is the object a notification is about: a Canary, a data-plane upgrade, any kind.
+type Subject struct {
+	// Kind of the object, e.g. "Canary"; it labels the name in every card.
+	Kind string
+	// Name and Namespace of the object; Namespace is empty for a cluster-scoped one. An alert's
+	// providerRef without a namespace is looked up in Namespace.
 	Name      string
 	Namespace string
+	// Phase of the object after the transition.
+	Phase string
+}
+
+// String is "namespace/name", or "name" for a cluster-scoped subject.
+func (s Subject) String() string {
+	if s.Namespace == "" {
+		return s.Name
+	}
+	return s.Namespace + "/" + s.Name
+}
+
+// Message is one notification about a Subject.
+type Message struct {
+	// Subject is the object the transition happened to.
+	Subject Subject
 	// Event names the transition.
 	Event Event
 	// Severity routes the message (see Accepts). Empty means info.
 	Severity sluicev1.AlertSeverity
-	// Phase of the Canary after the transition.
-	Phase sluicev1.CanaryPhase
-	// Weight is the canary's share of traffic in percent (0–100).
-	Weight int32
-	// Revision is the target revision the run delivers (status.lastAppliedSpec).
+	// Weight is a canary's share of traffic in percent (0–100); nil for subjects without one
+	// (then the cards show no weight).
+	Weight *int32
+	// Revision is the revision or version the run delivers (a Canary's status.lastAppliedSpec).
 	Revision string
 	// Text is one line explaining the transition, e.g. "Canary weight 10% -> 50%".
 	Text string
@@ -103,23 +121,20 @@ func Accepts(alert, msg sluicev1.AlertSeverity) bool {
 	return severityRank(msg) >= severityRank(alert)
 }
 
-// defaults fills the Canary's name and namespace and an info severity.
-func (m Message) defaults(c *sluicev1.Canary) Message {
-	if m.Name == "" {
-		m.Name = c.Name
-	}
-	if m.Namespace == "" {
-		m.Namespace = c.Namespace
-	}
+// withDefaults fills an info severity.
+func (m Message) withDefaults() Message {
 	if m.Severity == "" {
 		m.Severity = sluicev1.SeverityInfo
 	}
 	return m
 }
 
+// title is the headline: "Rolled back: test/podinfo".
+func (m Message) title() string { return m.Event.Title() + ": " + m.Subject.String() }
+
 // summary is the one-line plain-text form of m: "Rolled back: test/podinfo: <text>".
 func (m Message) summary() string {
-	s := m.Event.Title() + ": " + m.Namespace + "/" + m.Name
+	s := m.title()
 	if m.Text != "" {
 		s += ": " + m.Text
 	}

@@ -42,8 +42,8 @@ type Options struct {
 	Timeout time.Duration
 }
 
-// Notifier delivers Messages to the AlertProviders a Canary's analysis.alerts name. It is safe
-// for concurrent use.
+// Notifier delivers Messages to the AlertProviders a list of alerts names (a Canary's or a
+// data-plane upgrade's analysis.alerts). It is safe for concurrent use.
 type Notifier struct {
 	reader  client.Reader
 	client  *http.Client
@@ -63,7 +63,7 @@ func New(reader client.Reader, opts Options) *Notifier {
 	return n
 }
 
-// Send delivers msg to every alert of canary.spec.analysis.alerts whose severity accepts
+// Send delivers msg to every alert of alerts whose severity accepts
 // msg.Severity (see Accepts). Providers are posted to concurrently, each bounded by
 // Options.Timeout, so Send returns within about one timeout; a failing provider does not stop
 // the others. Send returns nil when every selected provider answered 2xx (and when no alert
@@ -74,18 +74,20 @@ func New(reader client.Reader, opts Options) *Notifier {
 //   - a delivery error: the HTTP status ("HTTP 500 Internal Server Error"), a timeout, or the
 //     connection error (without the URL);
 //   - an API error reading the AlertProvider or Secret.
-func (n *Notifier) Send(ctx context.Context, canary *sluicev1.Canary, msg Message) error {
-	msg = msg.defaults(canary)
-	var alerts []sluicev1.CanaryAlert
-	for _, a := range canary.Spec.Analysis.Alerts {
+//
+// An alert's providerRef without a namespace names an AlertProvider in msg.Subject.Namespace.
+func (n *Notifier) Send(ctx context.Context, alerts []sluicev1.CanaryAlert, msg Message) error {
+	msg = msg.withDefaults()
+	var selected []sluicev1.CanaryAlert
+	for _, a := range alerts {
 		if Accepts(a.Severity, msg.Severity) {
-			alerts = append(alerts, a)
+			selected = append(selected, a)
 		}
 	}
-	errs := make([]error, len(alerts))
+	errs := make([]error, len(selected))
 	var wg sync.WaitGroup
-	for i, a := range alerts {
-		wg.Go(func() { errs[i] = n.sendAlert(ctx, canary.Namespace, a, msg) })
+	for i, a := range selected {
+		wg.Go(func() { errs[i] = n.sendAlert(ctx, msg.Subject.Namespace, a, msg) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -126,11 +128,16 @@ func (n *Notifier) sendAlert(ctx context.Context, namespace string, a sluicev1.C
 }
 
 // resolve reads the AlertProvider ref (namespace defaults to namespace) and the address in its
-// Secret.
+// Secret. A ref without a namespace from a cluster-scoped subject (namespace empty) is a
+// configuration error.
 func (n *Notifier) resolve(ctx context.Context, namespace string, ref sluicev1.CrossNamespaceObjectReference) (target, error) {
 	t := target{key: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}}
 	if t.key.Namespace == "" {
 		t.key.Namespace = namespace
+	}
+	if t.key.Namespace == "" {
+		return t, fmt.Errorf("%w: providerRef %s names no namespace (required for a cluster-scoped object)",
+			ErrProviderConfig, t.key.Name)
 	}
 	var p sluicev1.AlertProvider
 	if err := n.reader.Get(ctx, t.key, &p); err != nil {
@@ -188,14 +195,15 @@ func (n *Notifier) describe(err error) error {
 	return err
 }
 
-// Check resolves the AlertProvider and Secret of every alert of canary without sending anything,
-// so a misconfiguration shows as a condition before the first transition needs it.
+// Check resolves the AlertProvider and Secret of every alert without sending anything, so a
+// misconfiguration shows as a condition before the first transition needs it. providerRefs
+// without a namespace are looked up in namespace.
 // errors: errors.Join of one error per misconfigured alert, each wrapping ErrProviderConfig (or
 // an API error), naming the AlertProvider, the Secret and the key.
-func (n *Notifier) Check(ctx context.Context, canary *sluicev1.Canary) error {
+func (n *Notifier) Check(ctx context.Context, namespace string, alerts []sluicev1.CanaryAlert) error {
 	var errs []error
-	for _, a := range canary.Spec.Analysis.Alerts {
-		if _, err := n.resolve(ctx, canary.Namespace, a.ProviderRef); err != nil {
+	for _, a := range alerts {
+		if _, err := n.resolve(ctx, namespace, a.ProviderRef); err != nil {
 			errs = append(errs, fmt.Errorf("alert %q: %w", a.Name, err))
 		}
 	}

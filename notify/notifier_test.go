@@ -59,8 +59,8 @@ func TestSeverityRouting(t *testing.T) {
 				alerts = append(alerts, alert(string(s), s, "hook-"+string(s)))
 			}
 			n := newNotifier(t, objs...)
-			msg := Message{Event: EventWeightAdvanced, Severity: msgSev, Text: "x"}
-			if err := n.Send(context.Background(), canary(alerts...), msg); err != nil {
+			msg := Message{Subject: podinfo(""), Event: EventWeightAdvanced, Severity: msgSev, Text: "x"}
+			if err := n.Send(context.Background(), alertList(alerts...), msg); err != nil {
 				t.Fatalf("Send: %v", err)
 			}
 			for _, s := range sevs {
@@ -106,7 +106,7 @@ func TestProviderConfigErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.provider, func(t *testing.T) {
-			c := canary(alert("a", "", tt.provider), alert("b", "", "good"))
+			c := alertList(alert("a", "", tt.provider), alert("b", "", "good"))
 			before := len(ok.received())
 			err := n.Send(context.Background(), c, rollback())
 			if !errors.Is(err, ErrProviderConfig) {
@@ -137,7 +137,7 @@ func TestProviderInOtherNamespace(t *testing.T) {
 	n := newNotifier(t, objs...)
 	a := alert("a", "", "shared")
 	a.ProviderRef.Namespace = "monitoring"
-	if err := n.Send(context.Background(), canary(a), rollback()); err != nil {
+	if err := n.Send(context.Background(), alertList(a), rollback()); err != nil {
 		t.Fatalf("Send: %v", err)
 	}
 	if len(rcv.received()) != 1 {
@@ -177,7 +177,7 @@ func TestDeliveryErrors(t *testing.T) {
 		for _, typ := range []string{"msteams", "discord", "generic"} {
 			t.Run(tt.provider+"/"+typ, func(t *testing.T) {
 				name := tt.provider + "-" + typ
-				err := n.Send(context.Background(), canary(alert("a", "", name)), rollback())
+				err := n.Send(context.Background(), alertList(alert("a", "", name)), rollback())
 				if tt.want == "" {
 					if err != nil {
 						t.Fatalf("Send: %v", err)
@@ -210,7 +210,7 @@ func TestSendJoinsErrors(t *testing.T) {
 	objs = append(objs, provider("one", sluicev1.AlertProviderGeneric, failing.url())...)
 	objs = append(objs, provider("two", sluicev1.AlertProviderDiscord, failing.url())...)
 	n := newNotifier(t, objs...)
-	err := n.Send(context.Background(), canary(alert("a", "", "one"), alert("b", "", "two")), rollback())
+	err := n.Send(context.Background(), alertList(alert("a", "", "one"), alert("b", "", "two")), rollback())
 	var joined interface{ Unwrap() []error }
 	if !errors.As(err, &joined) || len(joined.Unwrap()) != 2 {
 		t.Fatalf("error = %v, want two joined errors", err)
@@ -219,7 +219,7 @@ func TestSendJoinsErrors(t *testing.T) {
 
 func TestNoAlertsNoError(t *testing.T) {
 	n := newNotifier(t)
-	if err := n.Send(context.Background(), canary(), rollback()); err != nil {
+	if err := n.Send(context.Background(), alertList(), rollback()); err != nil {
 		t.Fatalf("Send without alerts: %v", err)
 	}
 }

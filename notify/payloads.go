@@ -3,19 +3,33 @@ package notify
 import (
 	"strconv"
 
+	"k8s.io/utils/ptr"
+
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 )
 
-// facts are the labelled values every card shows, in order.
-func facts(msg Message) [][2]string {
-	f := [][2]string{
-		{"Canary", msg.Name},
-		{"Namespace", msg.Namespace},
-		{"Phase", string(msg.Phase)},
-		{"Weight", strconv.Itoa(int(msg.Weight)) + "%"},
-		{"Revision", msg.Revision},
-		{"Severity", string(msg.Severity)},
+// subjectFacts are the labelled values about the subject every card shows, in order: its kind
+// and name, namespace (when namespaced), phase, weight (when it has one), revision, severity.
+func subjectFacts(msg Message) [][2]string {
+	kind := msg.Subject.Kind
+	if kind == "" {
+		kind = "Name"
 	}
+	f := [][2]string{{kind, msg.Subject.Name}}
+	if msg.Subject.Namespace != "" {
+		f = append(f, [2]string{"Namespace", msg.Subject.Namespace})
+	}
+	f = append(f, [2]string{"Phase", msg.Subject.Phase})
+	if msg.Weight != nil {
+		f = append(f, [2]string{"Weight", strconv.Itoa(int(*msg.Weight)) + "%"})
+	}
+	return append(f, [2]string{"Revision", msg.Revision}, [2]string{"Severity", string(msg.Severity)})
+}
+
+// facts are the labelled values every card shows, in order: the subject's, then the failing
+// metric's when there is one.
+func facts(msg Message) [][2]string {
+	f := subjectFacts(msg)
 	if m := msg.Metric; m != nil {
 		f = append(f, [2]string{"Failing metric", m.Name}, [2]string{"Value", m.Value},
 			[2]string{"Threshold", m.ThresholdRange})
@@ -28,12 +42,13 @@ func facts(msg Message) [][2]string {
 
 // GenericPayload is the JSON body a generic AlertProvider receives.
 type GenericPayload struct {
-	// Name and Namespace of the Canary.
+	// Kind, Name and Namespace of the subject (Namespace empty when cluster-scoped).
+	Kind      string `json:"kind"`
 	Name      string `json:"name"`
 	Namespace string `json:"namespace"`
-	// Phase of the Canary after the transition.
-	Phase sluicev1.CanaryPhase `json:"phase"`
-	// Weight is the canary's share of traffic in percent (0–100).
+	// Phase of the subject after the transition.
+	Phase string `json:"phase"`
+	// Weight is a canary's share of traffic in percent (0–100); 0 for subjects without one.
 	Weight int32 `json:"weight"`
 	// Revision the run delivers.
 	Revision string `json:"revision"`
@@ -49,7 +64,8 @@ type GenericPayload struct {
 
 func genericPayload(msg Message) GenericPayload {
 	return GenericPayload{
-		Name: msg.Name, Namespace: msg.Namespace, Phase: msg.Phase, Weight: msg.Weight,
+		Kind: msg.Subject.Kind, Name: msg.Subject.Name, Namespace: msg.Subject.Namespace, Phase: msg.Subject.Phase,
+		Weight:   ptr.Deref(msg.Weight, 0),
 		Revision: msg.Revision, Event: msg.Event, Severity: msg.Severity, Text: msg.Text,
 		Metric: msg.Metric,
 	}
@@ -92,7 +108,7 @@ type discordAllowedMentions struct {
 // facts as inline fields, coloured by severity.
 func discordPayload(msg Message, username string) discordMessage {
 	e := discordEmbed{
-		Title: truncate(msg.Event.Title()+": "+msg.Namespace+"/"+msg.Name, discordTitleMax),
+		Title: truncate(msg.title(), discordTitleMax),
 		Color: severityColor(msg.Severity),
 	}
 	for _, f := range facts(msg) {
@@ -169,7 +185,7 @@ func teamsPayload(msg Message) teamsMessage {
 		Type:    "AdaptiveCard",
 		Version: "1.4",
 		Body: []adaptiveElement{
-			{Type: "TextBlock", Text: msg.Event.Title() + ": " + msg.Namespace + "/" + msg.Name,
+			{Type: "TextBlock", Text: msg.title(),
 				Size: "Medium", Weight: "Bolder", Color: color, Wrap: true},
 			{Type: "TextBlock", Text: orDash(msg.Text), Wrap: true},
 			fs,

@@ -18,7 +18,7 @@ func sendTo(t *testing.T, typ sluicev1.AlertProviderType, msg Message) *receiver
 	objs := provider("p", typ, rcv.url())
 	objs[0].(*sluicev1.AlertProvider).Spec.Username = "release-bot"
 	n := newNotifier(t, objs...)
-	if err := n.Send(context.Background(), canary(alert("a", "", "p")), msg); err != nil {
+	if err := n.Send(context.Background(), alertList(alert("a", "", "p")), msg); err != nil {
 		t.Fatalf("Send: %v", err)
 	}
 	return rcv
@@ -26,6 +26,7 @@ func sendTo(t *testing.T, typ sluicev1.AlertProviderType, msg Message) *receiver
 
 func TestGenericPayload(t *testing.T) {
 	var got struct {
+		Kind      string `json:"kind"`
 		Name      string `json:"name"`
 		Namespace string `json:"namespace"`
 		Phase     string `json:"phase"`
@@ -41,7 +42,7 @@ func TestGenericPayload(t *testing.T) {
 		} `json:"metric"`
 	}
 	decodeOne(t, sendTo(t, sluicev1.AlertProviderGeneric, rollback()), &got)
-	if got.Name != "podinfo" || got.Namespace != "test" || got.Phase != "Failed" || got.Weight != 10 ||
+	if got.Kind != "Canary" || got.Name != "podinfo" || got.Namespace != "test" || got.Phase != "Failed" || got.Weight != 10 ||
 		got.Revision != "5d8f9c7b6" || got.Event != "RolledBack" || got.Severity != "error" ||
 		got.Text != "Failed checks reached threshold 5 <canary>" {
 		t.Errorf("payload = %+v", got)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/slack-go/slack"
@@ -33,22 +32,15 @@ func (n *Notifier) postSlack(ctx context.Context, t target, msg Message) error {
 }
 
 // slackMessage builds the Block Kit message: a header (event, namespace/name), a section with the
-// text and the fields canary, namespace, phase, weight, revision and severity, a section with
+// text and the subject's fields (subjectFacts), a section with
 // the failing metric (value and threshold) when there is one, and a context line with the
 // event name. Text is the plain-text fallback shown in notifications.
 func slackMessage(msg Message, channel, username string) *slack.WebhookMessage {
 	blocks := []slack.Block{
-		slack.NewHeaderBlock(plain(truncate(msg.Event.Title()+": "+msg.Namespace+"/"+msg.Name, slackHeaderMax))),
+		slack.NewHeaderBlock(plain(truncate(msg.title(), slackHeaderMax))),
 		slack.NewSectionBlock(
 			mrkdwn(truncate(slackEscape(orDash(msg.Text)), slackTextMax)),
-			[]*slack.TextBlockObject{
-				slackField("Canary", msg.Name),
-				slackField("Namespace", msg.Namespace),
-				slackField("Phase", string(msg.Phase)),
-				slackField("Weight", strconv.Itoa(int(msg.Weight))+"%"),
-				slackField("Revision", msg.Revision),
-				slackField("Severity", string(msg.Severity)),
-			}, nil),
+			slackFields(subjectFacts(msg)), nil),
 	}
 	if m := msg.Metric; m != nil {
 		blocks = append(blocks, slack.NewSectionBlock(
@@ -72,6 +64,15 @@ func slackMessage(msg Message, channel, username string) *slack.WebhookMessage {
 // slackField is a two-line mrkdwn field: a bold label above the value ("-" when empty).
 func slackField(label, value string) *slack.TextBlockObject {
 	return mrkdwn(truncate("*"+label+"*\n"+slackEscape(orDash(value)), slackFieldMax))
+}
+
+// slackFields turns labelled values into fields.
+func slackFields(facts [][2]string) []*slack.TextBlockObject {
+	out := make([]*slack.TextBlockObject, len(facts))
+	for i, f := range facts {
+		out[i] = slackField(f[0], f[1])
+	}
+	return out
 }
 
 func plain(s string) *slack.TextBlockObject {

@@ -46,7 +46,7 @@ func TestSlackBlockKit(t *testing.T) {
 	p.Spec.Channel, p.Spec.Username = "#deploys", "release-bot"
 	n := newNotifier(t, objs...)
 
-	if err := n.Send(context.Background(), canary(alert("team", "", "slack")), rollback()); err != nil {
+	if err := n.Send(context.Background(), alertList(alert("team", "", "slack")), rollback()); err != nil {
 		t.Fatalf("Send: %v", err)
 	}
 	bodies := rcv.received()
@@ -96,7 +96,7 @@ func TestSlackBlockKit(t *testing.T) {
 }
 
 func TestSlackWithoutMetricOmitsMetricSection(t *testing.T) {
-	msg := Message{Name: "podinfo", Namespace: "test", Event: EventPromoted, Severity: sluicev1.SeverityInfo}
+	msg := Message{Subject: podinfo(""), Event: EventPromoted, Severity: sluicev1.SeverityInfo}
 	m := slackMessage(msg, "", DefaultUsername)
 	if len(m.Blocks.BlockSet) != 3 {
 		t.Fatalf("got %d blocks, want header, section, context", len(m.Blocks.BlockSet))
@@ -111,7 +111,7 @@ func TestSlackWithoutMetricOmitsMetricSection(t *testing.T) {
 func TestSlackServerErrorIsAnError(t *testing.T) {
 	rcv := newReceiver(t, http.StatusInternalServerError)
 	n := newNotifier(t, provider("slack", sluicev1.AlertProviderSlack, rcv.url())...)
-	err := n.Send(context.Background(), canary(alert("team", "", "slack")), rollback())
+	err := n.Send(context.Background(), alertList(alert("team", "", "slack")), rollback())
 	if err == nil {
 		t.Fatal("Send succeeded on a 500")
 	}
@@ -128,7 +128,7 @@ func TestSlackServerErrorIsAnError(t *testing.T) {
 func TestSlackAnyTwoHundredIsSuccess(t *testing.T) {
 	rcv := newReceiver(t, http.StatusNoContent)
 	n := newNotifier(t, provider("slack", sluicev1.AlertProviderSlack, rcv.url())...)
-	if err := n.Send(context.Background(), canary(alert("team", "", "slack")), rollback()); err != nil {
+	if err := n.Send(context.Background(), alertList(alert("team", "", "slack")), rollback()); err != nil {
 		t.Fatalf("Send on a 204: %v", err)
 	}
 }
@@ -139,7 +139,7 @@ func TestSlackConnectionErrorHidesURL(t *testing.T) {
 	u := rcv.url()
 	rcv.srv.Close()
 	n := newNotifier(t, provider("slack", sluicev1.AlertProviderSlack, u)...)
-	err := n.Send(context.Background(), canary(alert("team", "", "slack")), rollback())
+	err := n.Send(context.Background(), alertList(alert("team", "", "slack")), rollback())
 	if err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("Send = %v; want the connection error", err)
 	}

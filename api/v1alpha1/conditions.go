@@ -13,6 +13,9 @@ const (
 	ConditionStalled = "Stalled"
 	// ConditionPromoted: the last run was promoted (True) or rolled back (False).
 	ConditionPromoted = "Promoted"
+	// ConditionAlertProviderError is True while an AlertProvider the alerts name (or its Secret)
+	// is misconfigured; the message names the missing object or key.
+	ConditionAlertProviderError = "AlertProviderError"
 )
 
 // Condition reasons.
@@ -53,6 +56,8 @@ const (
 	ReasonNoEvidence = "NoEvidence"
 	// ReasonServiceAdopted: Sluice took over an existing apex Service.
 	ReasonServiceAdopted = "ServiceAdopted"
+	ReasonResumed        = "Resumed"
+	ReasonPrimaryCreated = "PrimaryCreated"
 )
 
 // Request annotations: anyone who can edit the Canary (the kubectl-sluice plugin, a GitOps

@@ -1,7 +1,6 @@
 package canary
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -10,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/internal/reconcilekit"
 )
 
 // AnnotationOriginalService on an apex Service Sluice took over keeps what the user had written
@@ -66,9 +66,8 @@ func restoreOriginal(svc *corev1.Service, target *appsv1.Deployment) (bool, erro
 }
 
 // announceTakeover records the event of taking over an existing apex Service.
-func (r *Reconciler) announceTakeover(ctx context.Context, canary *sluicev1.Canary, svc *corev1.Service, before map[string]string,
-	primary map[string]string) {
-	r.record(ctx, canary, corev1.EventTypeNormal, sluicev1.ReasonServiceAdopted,
+func announceTakeover(tick *reconcilekit.Tick, svc *corev1.Service, before map[string]string, primary map[string]string) {
+	tick.Normal(sluicev1.ReasonServiceAdopted,
 		fmt.Sprintf("Took over service %s now that the primary is ready: selector %v -> %v; its original spec is kept in annotation %s",
 			svc.Name, before, primary, AnnotationOriginalService))
 }

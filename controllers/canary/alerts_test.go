@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/internal/reconcilekit"
 	"sluice.dev/sluice/notify"
 )
 
@@ -184,12 +185,12 @@ func TestSecretlessAlertProviderCondition(t *testing.T) {
 	addSlackAlert(t, h.ns, c, "", sluicev1.SeverityInfo)
 	h.create(c)
 	h.runUntil(sluicev1.CanaryPhaseInitialized, 10)
-	cond := findCondition(h.canary(), conditionAlerts)
+	cond := findCondition(h.canary(), sluicev1.ConditionAlertProviderError)
 	if cond == nil || cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, "slack-url") {
 		t.Fatalf("condition %+v does not name the missing Secret slack-url", cond)
 	}
 }
 
-func newTestNotifier() Notifier {
+func newTestNotifier() reconcilekit.Notifier {
 	return notify.New(env.Client, notify.Options{Timeout: 2 * time.Second})
 }

@@ -19,6 +19,7 @@ import (
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary/plan"
+	"sluice.dev/sluice/controllers/internal/reconcilekit"
 	"sluice.dev/sluice/providers"
 )
 
@@ -26,21 +27,21 @@ import (
 // back up, wait until it is ready, point the apex Service and the route back at it, remove the
 // primary objects. Without it: orphan the primary objects (drop the Canary's owner reference) so
 // garbage collection does not delete what serves the traffic. Then release the finalizer.
-func (r *Reconciler) reconcileDelete(ctx context.Context, canary *sluicev1.Canary) (ctrl.Result, error) {
+func (r *Reconciler) reconcileDelete(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(canary, Finalizer) {
 		forgetMetrics(canary)
 		return ctrl.Result{}, nil
 	}
 	if canary.Status.Phase != sluicev1.CanaryPhaseTerminating {
 		canary.Status.Phase = sluicev1.CanaryPhaseTerminating
-		canary.Status.LastTransitionTime = stampNow(r.now())
-		r.record(ctx, canary, corev1.EventTypeNormal, sluicev1.ReasonTerminating, "Deleting: restoring the target before removing the primary")
+		canary.Status.LastTransitionTime = stampNow(tick.Now())
+		tick.Normal(sluicev1.ReasonTerminating, "Deleting: restoring the target before removing the primary")
 	}
 	if !canary.Spec.RevertOnDeletion {
 		if err := r.orphanObjects(ctx, canary); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.record(ctx, canary, corev1.EventTypeNormal, sluicev1.ReasonTerminating,
+		tick.Normal(sluicev1.ReasonTerminating,
 			"Deleted without revertOnDeletion: the primary, its Services and routes are left serving as they are (no longer owned by the Canary)")
 		canary.Status.Phase = sluicev1.CanaryPhaseTerminated
 		forgetMetrics(canary)
@@ -50,7 +51,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, canary *sluicev1.Canar
 	err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: canary.Spec.TargetRef.Name}, target)
 	switch {
 	case apierrors.IsNotFound(err):
-		r.record(ctx, canary, corev1.EventTypeWarning, sluicev1.ReasonTargetNotFound, "Target is gone; nothing to restore")
+		tick.Warning(sluicev1.ReasonTargetNotFound, "Target is gone; nothing to restore")
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("reading target: %w", err)
 	default:
@@ -82,7 +83,7 @@ func (r *Reconciler) restoreTarget(ctx context.Context, canary *sluicev1.Canary,
 		return true, nil
 	}
 	if !workloadOf(target, "").IsReady(plan.CanaryReadyThreshold(canary.Spec)) {
-		markWaiting(canary, sluicev1.ReasonTerminating, fmt.Sprintf("Waiting for %s to become ready before removing the primary", target.Name))
+		reconcilekit.MarkWaiting(canary, sluicev1.ReasonTerminating, fmt.Sprintf("Waiting for %s to become ready before removing the primary", target.Name))
 		return true, nil
 	}
 	apex := &corev1.Service{}

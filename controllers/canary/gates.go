@@ -1,12 +1,15 @@
 package canary
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary/plan"
+	"sluice.dev/sluice/controllers/internal/planevent"
+	"sluice.dev/sluice/controllers/internal/reconcilekit"
 	"sluice.dev/sluice/webhooks"
 )
 
@@ -112,12 +115,17 @@ func payload(c *sluicev1.Canary, revision string, t sluicev1.WebhookType) webhoo
 	return webhooks.Payload{Name: c.Name, Namespace: c.Namespace, Phase: string(c.Status.Phase), Checksum: revision, Type: string(t)}
 }
 
-// fireHooks calls the fire-and-forget hooks of this tick: post-rollout when a run ended, and
-// event hooks for every event.
-func (r *Reconciler) fireHooks(c *sluicev1.Canary, events []plan.Event) {
+// queueHooks queues the fire-and-forget hooks of this tick's decision in the outbox, called once
+// its status is written: post-rollout when a run ended, and event hooks for every event.
+func (r *Reconciler) queueHooks(tick *reconcilekit.Tick, c *sluicev1.Canary, events []planevent.Event) {
 	if r.Gates == nil || len(events) == 0 {
 		return
 	}
+	tick.Defer(func(context.Context) { r.fireHooks(c, events) })
+}
+
+// fireHooks calls the hooks of events.
+func (r *Reconciler) fireHooks(c *sluicev1.Canary, events []planevent.Event) {
 	ended := false
 	for _, e := range events {
 		if e.Reason == plan.EventSucceeded || e.Reason == plan.EventRollback {

@@ -10,18 +10,19 @@ import (
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary/plan"
+	"sluice.dev/sluice/controllers/internal/reconcilekit"
 )
 
 // gather resolves the gates and runs the analysis the planner asks for. It reports done when the
 // tick must end here (a stale cache, a webhook call still running).
-func (r *Reconciler) gather(ctx context.Context, canary *sluicev1.Canary, obs *observation) (ctrl.Result, bool, error) {
+func (r *Reconciler) gather(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, obs *observation) (ctrl.Result, bool, error) {
 	o := &obs.o
 	gatesDue := plan.GatesDue(*o)
 	analysisDue := plan.AnalysisDue(*o)
 	if len(gatesDue) > 0 || analysisDue {
 		// Gates and checks are side effects that must not run twice: act on a current Canary.
-		if stale, err := r.isStale(ctx, canary); err != nil || stale {
-			return ctrl.Result{RequeueAfter: staleRetry}, true, err
+		if stale, err := tick.Kit().IsStale(ctx, canary); err != nil || stale {
+			return reconcilekit.StaleResult(), true, err
 		}
 	}
 	if len(gatesDue) > 0 {
@@ -103,7 +104,7 @@ func (r *Reconciler) analyze(ctx context.Context, canary *sluicev1.Canary, o pla
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, stalled(sluicev1.ReasonInvalidSpec, "analysis: %w", err)
+		return nil, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "analysis: %w", err)
 	}
 	c := &plan.Check{Outcome: check.Outcome(), Failed: check.Failed(), Summary: check.Summary(),
 		Results: check.Results, WindowStart: check.WindowStart()}

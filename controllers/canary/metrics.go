@@ -9,6 +9,7 @@ import (
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary/plan"
+	"sluice.dev/sluice/controllers/internal/planevent"
 )
 
 // Canary metrics on the manager's /metrics (controller-runtime's registry). Labels are only
@@ -47,7 +48,7 @@ func init() {
 
 // observeMetrics updates the gauges from the Canary's status and, for a run that just ended
 // (an event of this tick says so), the counters and the duration histogram.
-func observeMetrics(c *sluicev1.Canary, events []plan.Event) {
+func observeMetrics(c *sluicev1.Canary, events []planevent.Event) {
 	ns, name := c.Namespace, c.Name
 	s := c.Status
 	phaseGauge.WithLabelValues(ns, name).Set(float64(slices.Index(sluicev1.CanaryPhases, s.Phase)))

@@ -15,6 +15,7 @@ import (
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary/plan"
+	"sluice.dev/sluice/controllers/internal/reconcilekit"
 )
 
 // workloadOf summarises a Deployment for the plan.
@@ -55,7 +56,7 @@ func (r *Reconciler) trackedConfigs(ctx context.Context, ns string, refs []confi
 		case apierrors.IsNotFound(err) && ref.Optional:
 			continue
 		case apierrors.IsNotFound(err):
-			return nil, stalled(sluicev1.ReasonTargetNotFound, "%s %s referenced by the target not found", ref.Kind, ref.Name)
+			return nil, reconcilekit.Stalled(sluicev1.ReasonTargetNotFound, "%s %s referenced by the target not found", ref.Kind, ref.Name)
 		case err != nil:
 			return nil, fmt.Errorf("reading %s %s: %w", ref.Kind, ref.Name, err)
 		}
@@ -69,10 +70,10 @@ func (r *Reconciler) trackedConfigs(ctx context.Context, ns string, refs []confi
 // moves to the primary only once the primary is ready (primaryReady), so adopting a Service that
 // already serves never leaves it without ready endpoints; taking over an existing one is
 // announced in an event and its original spec kept for revertOnDeletion.
-func (r *Reconciler) ensureServices(ctx context.Context, canary *sluicev1.Canary, target *appsv1.Deployment, primaryReady bool) error {
+func (r *Reconciler) ensureServices(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, target *appsv1.Deployment, primaryReady bool) error {
 	desired, err := desiredServices(canary, target)
 	if err != nil {
-		return stalled(sluicev1.ReasonInvalidSpec, "%w", err)
+		return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 	}
 	for i, want := range desired {
 		apex := i == 0
@@ -92,7 +93,7 @@ func (r *Reconciler) ensureServices(ctx context.Context, canary *sluicev1.Canary
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: want.Namespace}}
 		defer func() {
 			if takeover && err == nil {
-				r.announceTakeover(ctx, canary, svc, before, want.Spec.Selector)
+				announceTakeover(tick, svc, before, want.Spec.Selector)
 			}
 		}()
 		_, err = controllerutil.CreateOrPatch(ctx, r.Client, svc, func() error {
@@ -150,7 +151,7 @@ func portsMatch(have, want []corev1.ServicePort) bool {
 // ensurePrimary returns the primary Deployment, creating it (and the -primary config copies) from
 // the target when it does not exist yet — at initialization, or later only when the target runs the
 // promoted revision (otherwise the Canary stalls with reason PrimaryMissing).
-func (r *Reconciler) ensurePrimary(ctx context.Context, canary *sluicev1.Canary, target *appsv1.Deployment,
+func (r *Reconciler) ensurePrimary(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, target *appsv1.Deployment,
 	refs []configRef, revision string) (*appsv1.Deployment, error) {
 	primary := &appsv1.Deployment{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: primaryName(target.Name)}, primary)
@@ -163,7 +164,7 @@ func (r *Reconciler) ensurePrimary(ctx context.Context, canary *sluicev1.Canary,
 	if promoted := canary.Status.LastPromotedSpec; promoted != "" && revision != promoted {
 		// The primary is gone and the target runs another revision: rebuilding the primary from it
 		// would promote a revision no analysis has passed.
-		return nil, stalled(sluicev1.ReasonPrimaryMissing, "primary deployment %s is missing and the target runs revision %s, not the promoted %s: "+
+		return nil, reconcilekit.Stalled(sluicev1.ReasonPrimaryMissing, "primary deployment %s is missing and the target runs revision %s, not the promoted %s: "+
 			"set the target back to the promoted version (Sluice then rebuilds the primary from it) or recreate %s",
 			primaryName(target.Name), revision, promoted, primaryName(target.Name))
 	}
@@ -172,7 +173,7 @@ func (r *Reconciler) ensurePrimary(ctx context.Context, canary *sluicev1.Canary,
 	}
 	primary, err = newPrimary(canary, target, refs, revision)
 	if err != nil {
-		return nil, stalled(sluicev1.ReasonInvalidSpec, "%w", err)
+		return nil, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 	}
 	if err := controllerutil.SetControllerReference(canary, primary, r.Scheme); err != nil {
 		return nil, err
@@ -181,8 +182,7 @@ func (r *Reconciler) ensurePrimary(ctx context.Context, canary *sluicev1.Canary,
 		return nil, fmt.Errorf("creating primary deployment %s: %w", primary.Name, err)
 	}
 	canary.Status.Phase = sluicev1.CanaryPhaseInitializing
-	r.record(ctx, canary, corev1.EventTypeNormal, "PrimaryCreated",
-		fmt.Sprintf("Created %s from %s at revision %s", primary.Name, target.Name, revision))
+	tick.Normal(sluicev1.ReasonPrimaryCreated, fmt.Sprintf("Created %s from %s at revision %s", primary.Name, target.Name, revision))
 	return primary, nil
 }
 
@@ -238,7 +238,7 @@ func (r *Reconciler) promotePrimary(ctx context.Context, canary *sluicev1.Canary
 	}
 	tpl, err := primaryTemplate(target, refs)
 	if err != nil {
-		return stalled(sluicev1.ReasonInvalidSpec, "%w", err)
+		return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 	}
 	patch := client.MergeFrom(primary.DeepCopy())
 	primary.Spec.Template = tpl

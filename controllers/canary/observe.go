@@ -13,6 +13,7 @@ import (
 	"sluice.dev/sluice/analysis"
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary/plan"
+	"sluice.dev/sluice/controllers/internal/reconcilekit"
 	"sluice.dev/sluice/providers"
 	"sluice.dev/sluice/providers/gatewayapi"
 	"sluice.dev/sluice/providers/istio"
@@ -31,9 +32,8 @@ type observation struct {
 
 // stallOf returns the stalled error in err as a planner stall, or nil.
 func stallOf(err error) *plan.Hold {
-	var st *stalledError
-	if errors.As(err, &st) {
-		return &plan.Hold{Reason: st.reason, Message: st.err.Error()}
+	if st, ok := reconcilekit.AsStalled(err); ok {
+		return &plan.Hold{Reason: st.Reason, Message: st.Err.Error()}
 	}
 	return nil
 }
@@ -42,7 +42,7 @@ func stallOf(err error) *plan.Hold {
 // a change to the spec or the cluster fixes stops the tick before a run starts; during a run it
 // becomes the planner's Stall, so the run keeps its checks and ends at the progress deadline
 // instead of leaving traffic on the canary unbounded.
-func (r *Reconciler) observe(ctx context.Context, canary *sluicev1.Canary, router providers.Router) (*observation, error) {
+func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, router providers.Router) (*observation, error) {
 	s := canary.Status
 	inFlight := runningPhases[s.Phase]
 	obs := &observation{}
@@ -58,7 +58,7 @@ func (r *Reconciler) observe(ctx context.Context, canary *sluicev1.Canary, route
 	}
 	if err := analysis.ValidateIntervals(canary, r.scrapeInterval()); err != nil {
 		obs.analysisBroken = true
-		if err := soft(stalled(sluicev1.ReasonInvalidSpec, "%w", err)); err != nil {
+		if err := soft(reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)); err != nil {
 			return nil, err
 		}
 	}
@@ -77,13 +77,13 @@ func (r *Reconciler) observe(ctx context.Context, canary *sluicev1.Canary, route
 			tracked, revision = t, revisionOf(&target.Spec.Template, t)
 		}
 	}
-	primary, err := r.primary(ctx, canary, target, obs.refs, revision)
+	primary, err := r.primary(ctx, tick, canary, target, obs.refs, revision)
 	if err != nil {
 		return nil, err
 	}
 	primaryReady := workloadOf(primary, "").IsReady(plan.PrimaryReadyThreshold(canary.Spec))
 	if target != nil {
-		if err := r.ensureServices(ctx, canary, target, primaryReady); err != nil {
+		if err := r.ensureServices(ctx, tick, canary, target, primaryReady); err != nil {
 			return nil, err
 		}
 	}
@@ -94,7 +94,7 @@ func (r *Reconciler) observe(ctx context.Context, canary *sluicev1.Canary, route
 			if !permanentRouteError(err) {
 				return nil, fmt.Errorf("reconciling routes: %w", err)
 			}
-			if err := soft(stalled(sluicev1.ReasonRouteError, "%w", err)); err != nil {
+			if err := soft(reconcilekit.Stalled(sluicev1.ReasonRouteError, "%w", err)); err != nil {
 				return nil, err
 			}
 		}
@@ -106,7 +106,7 @@ func (r *Reconciler) observe(ctx context.Context, canary *sluicev1.Canary, route
 	obs.target, obs.primary = target, primary
 	o := plan.Observed{
 		// canary.Status, not s: creating the primary starts the lifecycle over (Initializing).
-		Now: r.now(), Spec: canary.Spec, Status: canary.Status, Revision: revision, TrackedConfigs: tracked,
+		Now: tick.Now(), Spec: canary.Spec, Status: canary.Status, Revision: revision, TrackedConfigs: tracked,
 		Primary: workloadOf(primary, primary.Annotations[AnnotationRevision]),
 		Requests: map[string]string{
 			sluicev1.AnnotationPromote: canary.Annotations[sluicev1.AnnotationPromote],
@@ -146,16 +146,16 @@ func permanentRouteError(err error) bool {
 
 // primary returns the primary Deployment: ensured from the target, or read as it is when the
 // target is gone.
-func (r *Reconciler) primary(ctx context.Context, canary *sluicev1.Canary, target *appsv1.Deployment, refs []configRef,
-	revision string) (*appsv1.Deployment, error) {
+func (r *Reconciler) primary(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, target *appsv1.Deployment,
+	refs []configRef, revision string) (*appsv1.Deployment, error) {
 	if target != nil {
-		return r.ensurePrimary(ctx, canary, target, refs, revision)
+		return r.ensurePrimary(ctx, tick, canary, target, refs, revision)
 	}
 	primary := &appsv1.Deployment{}
 	key := client.ObjectKey{Namespace: canary.Namespace, Name: primaryName(canary.Spec.TargetRef.Name)}
 	if err := r.Get(ctx, key, primary); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, stalled(sluicev1.ReasonPrimaryMissing, "primary deployment %s and target %s are both missing", key.Name, canary.Spec.TargetRef.Name)
+			return nil, reconcilekit.Stalled(sluicev1.ReasonPrimaryMissing, "primary deployment %s and target %s are both missing", key.Name, canary.Spec.TargetRef.Name)
 		}
 		return nil, fmt.Errorf("reading primary deployment: %w", err)
 	}

@@ -8,76 +8,52 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"sluice.dev/sluice/analysis"
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary/plan"
+	"sluice.dev/sluice/controllers/internal/reconcilekit"
 )
 
-// stalledError is a problem only a change to the spec or the cluster fixes: it becomes a Stalled
-// condition and an event, and the Canary is looked at again after one interval.
-type stalledError struct {
-	reason string
-	err    error
-}
-
-func (e *stalledError) Error() string { return e.err.Error() }
-func (e *stalledError) Unwrap() error { return e.err }
-
-func stalled(reason string, format string, args ...any) error {
-	return &stalledError{reason: reason, err: fmt.Errorf(format, args...)}
-}
-
-// reconcileRun observes the target, primary and route, gathers gates and analysis, asks the plan
-// what to do, and does it: observe → gather → decide → apply.
-func (r *Reconciler) reconcileRun(ctx context.Context, canary *sluicev1.Canary, out *outbox) (ctrl.Result, error) {
-	r.checkAlertProviders(ctx, canary)
-	res, stall, err := r.step(ctx, canary, out)
-	var st *stalledError
-	if errors.As(err, &st) {
-		stall, err = &plan.Hold{Reason: st.reason, Message: st.err.Error()}, nil
-		res = ctrl.Result{RequeueAfter: plan.Interval(canary.Spec)}
-	}
-	if err != nil {
-		// Transient: retried with backoff; the condition tells users what is going on.
-		setCondition(canary, sluicev1.ConditionReady, metav1.ConditionFalse, sluicev1.ReasonReconcileError, err.Error())
-		return ctrl.Result{}, err
-	}
-	if stall != nil {
-		if markStalled(canary, stall.Reason, stall.Message) {
-			r.record(ctx, canary, "Warning", stall.Reason, stall.Message)
+// reconcileRun runs the lifecycle step and turns its outcome into conditions. A stall (only a
+// change to the spec or the cluster fixes it) is looked at again after one interval; a stall met
+// during a run went to the planner too (checks go on, the progress deadline ends the run) and is
+// reported the same way.
+func (r *Reconciler) reconcileRun(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary) (ctrl.Result, error) {
+	r.checkAlertProviders(ctx, tick, canary)
+	res, stall, err := r.step(ctx, tick, canary)
+	if err == nil && stall != nil {
+		err = reconcilekit.Stalled(stall.Reason, "%s", stall.Message)
+		if res.RequeueAfter > 0 && res.RequeueAfter < plan.Interval(canary.Spec) {
+			// The run goes on under the stall: keep its pace, and report the stall.
+			settled, _ := tick.Settle(res, err, res.RequeueAfter)
+			return settled, nil
 		}
-		if res.RequeueAfter <= 0 || res.RequeueAfter > plan.Interval(canary.Spec) {
-			res.RequeueAfter = plan.Interval(canary.Spec)
-		}
-		return res, nil
 	}
-	clearStalled(canary)
-	canary.Status.ObservedGeneration = canary.Generation
-	return res, nil
+	return tick.Settle(res, err, plan.Interval(canary.Spec))
 }
 
-// step runs one tick and returns the stall the planner saw, if any (reported as Stalled).
-func (r *Reconciler) step(ctx context.Context, canary *sluicev1.Canary, out *outbox) (ctrl.Result, *plan.Hold, error) {
+// step runs one tick: observe → gather (gates, analysis) → decide → apply. It returns the stall
+// the planner saw, if any.
+func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary) (ctrl.Result, *plan.Hold, error) {
 	router, ok := r.Routers[providerOf(canary)]
 	if !ok {
-		return ctrl.Result{}, nil, stalled(sluicev1.ReasonInvalidSpec, "provider %q is not enabled in this controller", providerOf(canary))
+		return ctrl.Result{}, nil, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "provider %q is not enabled in this controller", providerOf(canary))
 	}
 	if err := r.targetConflict(ctx, canary); err != nil {
 		return ctrl.Result{}, nil, err
 	}
-	obs, err := r.observe(ctx, canary, router)
+	obs, err := r.observe(ctx, tick, canary, router)
 	if err != nil || obs.wait {
 		return ctrl.Result{RequeueAfter: plan.PollInterval}, nil, err
 	}
-	if res, done, err := r.gather(ctx, canary, obs); done || err != nil {
+	if res, done, err := r.gather(ctx, tick, canary, obs); done || err != nil {
 		return res, obs.o.Stall, err
 	}
 	d := plan.Decide(obs.o)
-	if err := r.apply(ctx, canary, router, obs, d, out); err != nil {
+	if err := r.apply(ctx, tick, canary, router, obs, d); err != nil {
 		return ctrl.Result{}, obs.o.Stall, err
 	}
 	return ctrl.Result{RequeueAfter: d.RequeueAfter}, obs.o.Stall, nil
@@ -113,7 +89,7 @@ func (r *Reconciler) targetConflict(ctx context.Context, canary *sluicev1.Canary
 		older := other.CreationTimestamp.Before(&canary.CreationTimestamp) ||
 			(other.CreationTimestamp.Equal(&canary.CreationTimestamp) && other.Name < canary.Name)
 		if older {
-			return stalled(sluicev1.ReasonTargetConflict, "deployment %s is already the target of canary %s; delete one of them",
+			return reconcilekit.Stalled(sluicev1.ReasonTargetConflict, "deployment %s is already the target of canary %s; delete one of them",
 				canary.Spec.TargetRef.Name, other.Name)
 		}
 	}
@@ -126,12 +102,12 @@ func (r *Reconciler) target(ctx context.Context, canary *sluicev1.Canary) (*apps
 	key := client.ObjectKey{Namespace: canary.Namespace, Name: canary.Spec.TargetRef.Name}
 	if err := r.Get(ctx, key, target); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, stalled(sluicev1.ReasonTargetNotFound, "target deployment %s not found", key.Name)
+			return nil, reconcilekit.Stalled(sluicev1.ReasonTargetNotFound, "target deployment %s not found", key.Name)
 		}
 		return nil, fmt.Errorf("reading target deployment %s: %w", key.Name, err)
 	}
 	if _, err := primarySelector(target); err != nil {
-		return nil, stalled(sluicev1.ReasonInvalidSpec, "%w", err)
+		return nil, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 	}
 	return target, nil
 }
@@ -149,10 +125,10 @@ func (r *Reconciler) metricsReady(ctx context.Context, canary *sluicev1.Canary) 
 	if err := r.Analyzer.Ready(ctx, canary); err != nil {
 		if !errors.Is(err, analysis.ErrUnreachable) {
 			// A missing MetricTemplate or Secret, a template that does not render: fix the spec.
-			return false, stalled(sluicev1.ReasonInvalidSpec, "analysis: %w", err)
+			return false, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "analysis: %w", err)
 		}
 		canary.Status.Phase = sluicev1.CanaryPhaseInitializing
-		markWaiting(canary, sluicev1.ReasonMetricsUnreachable, fmt.Sprintf("Waiting for the metrics server: %v", err))
+		reconcilekit.MarkWaiting(canary, sluicev1.ReasonMetricsUnreachable, fmt.Sprintf("Waiting for the metrics server: %v", err))
 		return true, nil
 	}
 	return false, nil

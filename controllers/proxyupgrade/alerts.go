@@ -3,17 +3,15 @@ package proxyupgrade
 import (
 	"context"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/proxyupgrade/waves"
 	"sluice.dev/sluice/notify"
 )
 
-// MessageSender delivers a notification to the AlertProviders of a Canary's analysis.alerts;
+// MessageSender delivers a notification to the AlertProviders of a list of alerts;
 // notify.Notifier implements it.
 type MessageSender interface {
-	Send(ctx context.Context, canary *sluicev1.Canary, msg notify.Message) error
+	Send(ctx context.Context, alerts []sluicev1.CanaryAlert, msg notify.Message) error
 }
 
 // AlertNotifier delivers a ProxyUpgrade's notifications through the same AlertProviders, severity
@@ -28,11 +26,8 @@ func (a AlertNotifier) Notify(ctx context.Context, pu *sluicev1.ProxyUpgrade, n 
 	if len(pu.Spec.Analysis.Alerts) == 0 {
 		return nil
 	}
-	// notify addresses alerts through a Canary: carry the ProxyUpgrade's alerts in one.
-	carrier := &sluicev1.Canary{ObjectMeta: metav1.ObjectMeta{Name: pu.Name},
-		Spec: sluicev1.CanarySpec{Analysis: sluicev1.CanaryAnalysis{Alerts: pu.Spec.Analysis.Alerts}}}
-	return a.Sender.Send(ctx, carrier, notify.Message{
-		Name: pu.Name, Event: notify.Event("ProxyUpgrade" + n.Event), Severity: n.Severity,
-		Phase: sluicev1.CanaryPhase(pu.Status.Phase), Revision: pu.Status.Target, Text: n.Message,
+	return a.Sender.Send(ctx, pu.Spec.Analysis.Alerts, notify.Message{
+		Subject: notify.Subject{Kind: sluicev1.KindProxyUpgrade, Name: pu.Name, Phase: string(pu.Status.Phase)},
+		Event:   notify.Event("ProxyUpgrade" + n.Event), Severity: n.Severity, Revision: pu.Status.Target, Text: n.Message,
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/internal/planevent"
 	"sluice.dev/sluice/test/golden"
 )
 
@@ -279,7 +280,7 @@ func TestABDecideTable(t *testing.T) {
 			if d.Status.Phase != tt.wantPhase || d.Status.CanaryWeight != 0 || !slices.Equal(d.Actions, tt.actions) {
 				t.Fatalf("got phase %s weight %d actions %v; want %s 0 %v", d.Status.Phase, d.Status.CanaryWeight, d.Actions, tt.wantPhase, tt.actions)
 			}
-			if tt.event != "" && !slices.ContainsFunc(d.Events, func(e Event) bool { return e.Reason == tt.event }) {
+			if tt.event != "" && !slices.ContainsFunc(d.Events, func(e planevent.Event) bool { return e.Reason == tt.event }) {
 				t.Fatalf("events %+v, want one %s", d.Events, tt.event)
 			}
 		})

@@ -3,10 +3,10 @@ package plan
 import (
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/internal/planevent"
 )
 
 // Action is one piece of I/O the controller carries out for a Decision, in order.
@@ -34,14 +34,6 @@ const (
 	ActionRestorePrimary Action = "RestorePrimary"
 )
 
-// Event is a Kubernetes event to record on the Canary.
-type Event struct {
-	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning.
-	Type    string
-	Reason  string
-	Message string
-}
-
 // Decision is what to do in this tick.
 type Decision struct {
 	// Status is the Canary's next status, to be written only when every action succeeded.
@@ -49,8 +41,8 @@ type Decision struct {
 	Status sluicev1.CanaryStatus
 	// Actions to carry out, in order.
 	Actions []Action
-	// Events to record, one per transition.
-	Events []Event
+	// Events to record on the Canary, one per transition.
+	Events []planevent.Event
 	// RequeueAfter is when to look again.
 	RequeueAfter time.Duration
 	// StatusFirst says the status must be written before the actions run. Decide sets it when the
@@ -75,11 +67,11 @@ func (d *Decision) Has(a Action) bool {
 func (d *Decision) do(a ...Action) { d.Actions = append(d.Actions, a...) }
 
 func (d *Decision) normal(reason, msg string) {
-	d.Events = append(d.Events, Event{Type: corev1.EventTypeNormal, Reason: reason, Message: msg})
+	d.Events = append(d.Events, planevent.Normal(reason, msg))
 }
 
 func (d *Decision) warning(reason, msg string) {
-	d.Events = append(d.Events, Event{Type: corev1.EventTypeWarning, Reason: reason, Message: msg})
+	d.Events = append(d.Events, planevent.Warning(reason, msg))
 }
 
 // setPhase moves to phase p, stamping lastTransitionTime when it changes.

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/internal/planevent"
 )
 
 // ActionType is one kind of I/O the controller carries out for a Decision.
@@ -53,13 +54,8 @@ func (a Action) String() string {
 	return string(a.Type)
 }
 
-// Event is a Kubernetes event to record on the ProxyUpgrade.
-type Event struct {
-	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning.
-	Type    string
-	Reason  string
-	Message string
-}
+// Event is a Kubernetes event to record on the ProxyUpgrade: the planners' shared event type.
+type Event = planevent.Event
 
 // Notification is an alert for the AlertProviders: sent at most once per run and Key.
 type Notification struct {

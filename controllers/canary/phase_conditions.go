@@ -1,0 +1,69 @@
+package canary
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/canary/plan"
+	"sluice.dev/sluice/controllers/internal/planevent"
+	"sluice.dev/sluice/controllers/internal/reconcilekit"
+)
+
+// setPhaseConditions derives Ready, Reconciling and Promoted from the phase. Ready is True while
+// the primary serves in a steady state, Unknown during a run, False after a rollback; Reconciling
+// is present only while a run is pending or in flight.
+func setPhaseConditions(c *sluicev1.Canary, hold *plan.Hold, events []planevent.Event) {
+	s := &c.Status
+	switch s.Phase {
+	case sluicev1.CanaryPhaseInitializing:
+		reconcilekit.SetSummary(c, reconcilekit.Summary{Ready: metav1.ConditionFalse, Reason: sluicev1.ReasonInitializing,
+			Message: "Waiting for the primary to become ready", Reconciling: true, ReconcilingMessage: "Creating the primary"})
+	case sluicev1.CanaryPhaseInitialized:
+		reconcilekit.SetSummary(c, reconcilekit.Summary{Ready: metav1.ConditionTrue, Reason: sluicev1.ReasonInitialized,
+			Message: "The primary serves all traffic"})
+	case sluicev1.CanaryPhaseWaiting:
+		msg := "Waiting to start the run"
+		reason := sluicev1.ReasonWaiting
+		if hold != nil {
+			msg, reason = hold.Message, hold.Reason
+		}
+		reconcilekit.SetSummary(c, reconcilekit.Summary{Ready: metav1.ConditionUnknown, Reason: reason, Message: msg, Reconciling: true})
+	case sluicev1.CanaryPhaseProgressing, sluicev1.CanaryPhaseWaitingPromotion, sluicev1.CanaryPhasePromoting, sluicev1.CanaryPhaseFinalising:
+		msg := fmt.Sprintf("%s revision %s at canary weight %d, %d failed checks", s.Phase, s.LastAppliedSpec, s.CanaryWeight, s.FailedChecks)
+		reason := sluicev1.ReasonProgressing
+		if lc := s.LastCheck; lc != nil {
+			switch lc.Outcome {
+			case sluicev1.CheckNoEvidence:
+				if !lc.AdvancedWithoutData {
+					msg, reason = msg+"; the last check had no evidence, the step holds: "+lc.Message, sluicev1.ReasonNoEvidence
+				}
+			case sluicev1.CheckError:
+				msg, reason = msg+fmt.Sprintf("; %d checks in a row could not be judged, the step holds: %s", s.ConsecutiveErrors, lc.Message),
+					sluicev1.ReasonMetricsUnavailable
+			}
+		}
+		if hold != nil && s.Phase == sluicev1.CanaryPhaseProgressing {
+			msg, reason = msg+"; held: "+hold.Message, hold.Reason
+		}
+		reconcilekit.SetSummary(c, reconcilekit.Summary{Ready: metav1.ConditionUnknown, Reason: reason, Message: msg, Reconciling: true})
+	case sluicev1.CanaryPhaseSucceeded:
+		msg := fmt.Sprintf("Revision %s promoted: the primary serves it", s.LastPromotedSpec)
+		reconcilekit.SetSummary(c, reconcilekit.Summary{Ready: metav1.ConditionTrue, Reason: sluicev1.ReasonSucceeded, Message: msg})
+		reconcilekit.SetCondition(c, sluicev1.ConditionPromoted, metav1.ConditionTrue, sluicev1.ReasonSucceeded, msg)
+	case sluicev1.CanaryPhaseFailed:
+		msg := fmt.Sprintf("Revision %s rolled back", s.LastAppliedSpec)
+		for _, e := range events {
+			if e.Reason == plan.EventRollback {
+				msg = e.Message
+			}
+		}
+		if cur := reconcilekit.FindCondition(c, sluicev1.ConditionPromoted); len(events) == 0 && cur != nil &&
+			cur.Status == metav1.ConditionFalse {
+			msg = cur.Message // keep the rollback reason on quiet ticks
+		}
+		reconcilekit.SetSummary(c, reconcilekit.Summary{Ready: metav1.ConditionFalse, Reason: sluicev1.ReasonRolledBack, Message: msg})
+		reconcilekit.SetCondition(c, sluicev1.ConditionPromoted, metav1.ConditionFalse, sluicev1.ReasonRolledBack, msg)
+	}
+}

@@ -1,0 +1,128 @@
+package reconcilekit
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"sluice.dev/sluice/controllers/internal/planevent"
+)
+
+// StaleRetry is how soon to look again when the cache turned out to lag behind our own writes
+// (or behind the apiserver, see Kit.IsStale).
+const StaleRetry = 250 * time.Millisecond
+
+// StaleResult is what Reconcile returns when Begin refuses a tick.
+func StaleResult() ctrl.Result { return ctrl.Result{RequeueAfter: StaleRetry} }
+
+// Kit bundles what every tick of a controller needs. It is a small value: build it per
+// Reconcile from the Reconciler's fields (tests set those fields directly).
+type Kit struct {
+	// Client reads through the manager's cache and writes the status.
+	Client client.Client
+	// APIReader reads around the cache for IsStale. Nil: trust the cache.
+	APIReader client.Reader
+	// Recorder emits Kubernetes events. Nil: events are only logged.
+	Recorder events.EventRecorder
+	// Clock is the only source of time (a fake in tests). Nil: the real clock.
+	Clock clock.PassiveClock
+	// Writes is the controller's memory of its own status writes; required, one per controller
+	// (a zero WriteLog field of the Reconciler).
+	Writes *WriteLog
+}
+
+// Now is the time of the tick.
+func (k Kit) Now() time.Time {
+	if k.Clock == nil {
+		return time.Now()
+	}
+	return k.Clock.Now()
+}
+
+// Record emits e on obj and logs it. Controllers call it only from the outbox (Tick.Event), so
+// an event is recorded once its status is written.
+func (k Kit) Record(ctx context.Context, obj runtime.Object, e planevent.Event) {
+	log.FromContext(ctx).Info(e.Message, "reason", e.Reason, "type", e.Type)
+	if k.Recorder != nil {
+		k.Recorder.Eventf(obj, nil, e.Type, e.Reason, "Reconcile", "%s", e.Message)
+	}
+}
+
+// IsStale reports whether the cached obj is older than what the apiserver holds, reading it
+// through APIReader. Call it before a side effect that must not run twice (a webhook gate, an
+// analysis check, a restart) and return StaleResult when it says so. Without an APIReader it
+// reports false. errors: the read's.
+func (k Kit) IsStale(ctx context.Context, obj client.Object) (bool, error) {
+	if k.APIReader == nil {
+		return false, nil
+	}
+	live, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return false, fmt.Errorf("%T is not a client.Object", obj)
+	}
+	if err := k.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
+		return false, fmt.Errorf("reading %s: %w", client.ObjectKeyFromObject(obj), err)
+	}
+	return live.GetResourceVersion() != obj.GetResourceVersion(), nil
+}
+
+// Begin starts a tick on obj as just read from the cache. It reports false, starting nothing,
+// when the cache still holds the very version this controller last patched the status of: the
+// cache has not seen that write yet, and deciding from it would repeat the last transition (and
+// fail its patch with a conflict). Return StaleResult then. The check costs no request; after a
+// restart the memory is empty and the optimistic lock still guards the write.
+func (k Kit) Begin(obj Object) (*Tick, bool) {
+	if k.Writes.cacheBehind(obj, k.Now()) {
+		return nil, false
+	}
+	base, ok := obj.DeepCopyObject().(Object)
+	if !ok {
+		panic(fmt.Sprintf("reconcilekit: DeepCopyObject of %T is not an Object", obj))
+	}
+	return &Tick{kit: k, obj: obj, base: base}, true
+}
+
+// WriteLog remembers, per object, the resourceVersion its last status patch was based on, and
+// when. The zero value is ready; it is safe for concurrent use.
+type WriteLog struct {
+	patchedFrom sync.Map // client.ObjectKey → ownWrite
+}
+
+// ownWrite is one remembered status patch.
+type ownWrite struct {
+	basedOn string
+	at      time.Time
+}
+
+// OwnWriteMemory bounds how long Begin waits for the cache to show the controller's own last
+// status write: a write that never shows (lost after it was acknowledged) must not hold the
+// object forever.
+const OwnWriteMemory = 5 * time.Second
+
+func (w *WriteLog) cacheBehind(obj client.Object, now time.Time) bool {
+	key := client.ObjectKeyFromObject(obj)
+	v, ok := w.patchedFrom.Load(key)
+	if !ok {
+		return false
+	}
+	if ow := v.(ownWrite); ow.basedOn == obj.GetResourceVersion() && now.Sub(ow.at) < OwnWriteMemory {
+		return true
+	}
+	w.patchedFrom.Delete(key)
+	return false
+}
+
+func (w *WriteLog) wrote(obj client.Object, basedOn string, at time.Time) {
+	w.patchedFrom.Store(client.ObjectKeyFromObject(obj), ownWrite{basedOn: basedOn, at: at})
+}
+
+// Forget drops what the log holds for obj (a deleted object).
+func (w *WriteLog) Forget(obj client.Object) { w.patchedFrom.Delete(client.ObjectKeyFromObject(obj)) }
