@@ -185,4 +185,3 @@ func backAndForth(trail []int32) bool {
 	}
 	return false
 }
-

@@ -246,4 +246,3 @@ func (p *switchProxy) on(t *testing.T) {
 
 // interval of the demo Canary's analysis.
 const demoInterval = 10 * time.Second
-
