@@ -241,10 +241,13 @@ func (r *Reconciler) promotePrimary(ctx context.Context, canary *sluicev1.Canary
 		return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 	}
 	patch := client.MergeFrom(primary.DeepCopy())
-	primary.Spec.Template = tpl
 	if primary.Annotations == nil {
 		primary.Annotations = map[string]string{}
 	}
+	if err := rememberRestorePoint(primary, revision); err != nil {
+		return err
+	}
+	primary.Spec.Template = tpl
 	primary.Annotations[AnnotationRevision] = revision
 	if err := r.Patch(ctx, primary, patch); err != nil {
 		return fmt.Errorf("promoting primary %s: %w", primary.Name, err)
