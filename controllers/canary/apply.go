@@ -35,7 +35,11 @@ func (r *Reconciler) apply(ctx context.Context, tick *reconcilekit.Tick, canary 
 func (r *Reconciler) adopt(tick *reconcilekit.Tick, canary *sluicev1.Canary, obs *observation, d plan.Decision) {
 	canary.Status = d.Status
 	tick.Event(d.Events...)
-	setPhaseConditions(canary, obs.o.Hold, d.Events)
+	hold := obs.o.Hold
+	if d.Status.Phase == sluicev1.CanaryPhaseInitializing && obs.o.MetricsWait != nil {
+		hold = obs.o.MetricsWait
+	}
+	setPhaseConditions(canary, hold, d.Events)
 	observeMetrics(canary, d.Events)
 	r.queueHooks(tick, canary, d.Events)
 	r.queueNotifications(tick, canary, d.Events)

@@ -152,38 +152,37 @@ func portsMatch(have, want []corev1.ServicePort) bool {
 // the target when it does not exist yet — at initialization, or later only when the target runs the
 // promoted revision (otherwise the Canary stalls with reason PrimaryMissing).
 func (r *Reconciler) ensurePrimary(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, target *appsv1.Deployment,
-	refs []configRef, revision string) (*appsv1.Deployment, error) {
-	primary := &appsv1.Deployment{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: primaryName(target.Name)}, primary)
+	refs []configRef, revision string) (primary *appsv1.Deployment, created bool, err error) {
+	primary = &appsv1.Deployment{}
+	err = r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: primaryName(target.Name)}, primary)
 	if err == nil {
-		return primary, nil
+		return primary, false, nil
 	}
 	if !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("reading primary deployment: %w", err)
+		return nil, false, fmt.Errorf("reading primary deployment: %w", err)
 	}
 	if promoted := canary.Status.LastPromotedSpec; promoted != "" && revision != promoted {
 		// The primary is gone and the target runs another revision: rebuilding the primary from it
 		// would promote a revision no analysis has passed.
-		return nil, reconcilekit.Stalled(sluicev1.ReasonPrimaryMissing, "primary deployment %s is missing and the target runs revision %s, not the promoted %s: "+
+		return nil, false, reconcilekit.Stalled(sluicev1.ReasonPrimaryMissing, "primary deployment %s is missing and the target runs revision %s, not the promoted %s: "+
 			"set the target back to the promoted version (Sluice then rebuilds the primary from it) or recreate %s",
 			primaryName(target.Name), revision, promoted, primaryName(target.Name))
 	}
 	if err := r.copyConfigs(ctx, canary, refs); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	primary, err = newPrimary(canary, target, refs, revision)
 	if err != nil {
-		return nil, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
+		return nil, false, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 	}
 	if err := controllerutil.SetControllerReference(canary, primary, r.Scheme); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := r.Create(ctx, primary); err != nil {
-		return nil, fmt.Errorf("creating primary deployment %s: %w", primary.Name, err)
+		return nil, false, fmt.Errorf("creating primary deployment %s: %w", primary.Name, err)
 	}
-	canary.Status.Phase = sluicev1.CanaryPhaseInitializing
 	tick.Normal(sluicev1.ReasonPrimaryCreated, fmt.Sprintf("Created %s from %s at revision %s", primary.Name, target.Name, revision))
-	return primary, nil
+	return primary, true, nil
 }
 
 // copyConfigs writes <name>-primary copies of the tracked ConfigMaps and Secrets, owned by the

@@ -26,8 +26,6 @@ type observation struct {
 	o               plan.Observed
 	// analysisBroken: the analysis cannot run as specified (the stall says why).
 	analysisBroken bool
-	// wait: the Canary waits for its metrics server before initializing.
-	wait bool
 }
 
 // stallOf returns the stalled error in err as a planner stall, or nil.
@@ -77,7 +75,7 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 			tracked, revision = t, revisionOf(&target.Spec.Template, t)
 		}
 	}
-	primary, err := r.primary(ctx, tick, canary, target, obs.refs, revision)
+	primary, created, err := r.primary(ctx, tick, canary, target, obs.refs, revision)
 	if err != nil {
 		return nil, err
 	}
@@ -99,15 +97,15 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 			}
 		}
 	}
-	if wait, err := r.metricsReady(ctx, canary); err != nil || wait {
-		obs.wait = wait
-		return obs, err
+	metricsWait, err := r.metricsReady(ctx, canary)
+	if err != nil {
+		return nil, err
 	}
 	obs.target, obs.primary = target, primary
 	o := plan.Observed{
-		// canary.Status, not s: creating the primary starts the lifecycle over (Initializing).
 		Now: tick.Now(), Spec: canary.Spec, Status: canary.Status, Revision: revision, TrackedConfigs: tracked,
-		Primary: workloadOf(primary, primary.Annotations[AnnotationRevision]),
+		Primary:        workloadOf(primary, primary.Annotations[AnnotationRevision]),
+		PrimaryCreated: created, MetricsWait: metricsWait,
 		Requests: map[string]string{
 			sluicev1.AnnotationPromote: canary.Annotations[sluicev1.AnnotationPromote],
 			sluicev1.AnnotationAbort:   canary.Annotations[sluicev1.AnnotationAbort],
@@ -147,7 +145,7 @@ func permanentRouteError(err error) bool {
 // primary returns the primary Deployment: ensured from the target, or read as it is when the
 // target is gone.
 func (r *Reconciler) primary(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, target *appsv1.Deployment,
-	refs []configRef, revision string) (*appsv1.Deployment, error) {
+	refs []configRef, revision string) (*appsv1.Deployment, bool, error) {
 	if target != nil {
 		return r.ensurePrimary(ctx, tick, canary, target, refs, revision)
 	}
@@ -155,9 +153,9 @@ func (r *Reconciler) primary(ctx context.Context, tick *reconcilekit.Tick, canar
 	key := client.ObjectKey{Namespace: canary.Namespace, Name: primaryName(canary.Spec.TargetRef.Name)}
 	if err := r.Get(ctx, key, primary); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, reconcilekit.Stalled(sluicev1.ReasonPrimaryMissing, "primary deployment %s and target %s are both missing", key.Name, canary.Spec.TargetRef.Name)
+			return nil, false, reconcilekit.Stalled(sluicev1.ReasonPrimaryMissing, "primary deployment %s and target %s are both missing", key.Name, canary.Spec.TargetRef.Name)
 		}
-		return nil, fmt.Errorf("reading primary deployment: %w", err)
+		return nil, false, fmt.Errorf("reading primary deployment: %w", err)
 	}
-	return primary, nil
+	return primary, false, nil
 }

@@ -18,6 +18,10 @@ func setPhaseConditions(c *sluicev1.Canary, hold *plan.Hold, events []planevent.
 	s := &c.Status
 	switch s.Phase {
 	case sluicev1.CanaryPhaseInitializing:
+		if hold != nil { // waiting for the metrics server
+			reconcilekit.SetSummary(c, reconcilekit.Summary{Ready: metav1.ConditionFalse, Reason: hold.Reason, Message: hold.Message, Reconciling: true})
+			break
+		}
 		reconcilekit.SetSummary(c, reconcilekit.Summary{Ready: metav1.ConditionFalse, Reason: sluicev1.ReasonInitializing,
 			Message: "Waiting for the primary to become ready", Reconciling: true, ReconcilingMessage: "Creating the primary"})
 	case sluicev1.CanaryPhaseInitialized:

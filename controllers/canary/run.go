@@ -46,7 +46,7 @@ func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *
 		return ctrl.Result{}, nil, err
 	}
 	obs, err := r.observe(ctx, tick, canary, router)
-	if err != nil || obs.wait {
+	if err != nil {
 		return ctrl.Result{RequeueAfter: plan.PollInterval}, nil, err
 	}
 	if res, done, err := r.gather(ctx, tick, canary, obs); done || err != nil {
@@ -112,24 +112,23 @@ func (r *Reconciler) target(ctx context.Context, canary *sluicev1.Canary) (*apps
 	return target, nil
 }
 
-// metricsReady keeps an initializing Canary waiting, with a condition, while its metrics server
-// does not answer. It reports whether to wait.
-func (r *Reconciler) metricsReady(ctx context.Context, canary *sluicev1.Canary) (bool, error) {
+// metricsReady reports why an initializing Canary must wait for its metrics server (nil: no
+// wait), for the planner to keep it Initializing with that reason.
+// errors: stalled for a spec problem (a missing MetricTemplate or Secret, a template that does
+// not render).
+func (r *Reconciler) metricsReady(ctx context.Context, canary *sluicev1.Canary) (*plan.Hold, error) {
 	phase := canary.Status.Phase
 	if phase != "" && phase != sluicev1.CanaryPhaseInitializing {
-		return false, nil
+		return nil, nil
 	}
 	if canary.Spec.SkipAnalysis || len(canary.Spec.Analysis.Metrics) == 0 || r.Analyzer == nil {
-		return false, nil
+		return nil, nil
 	}
 	if err := r.Analyzer.Ready(ctx, canary); err != nil {
 		if !errors.Is(err, analysis.ErrUnreachable) {
-			// A missing MetricTemplate or Secret, a template that does not render: fix the spec.
-			return false, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "analysis: %w", err)
+			return nil, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "analysis: %w", err)
 		}
-		canary.Status.Phase = sluicev1.CanaryPhaseInitializing
-		reconcilekit.MarkWaiting(canary, sluicev1.ReasonMetricsUnreachable, fmt.Sprintf("Waiting for the metrics server: %v", err))
-		return true, nil
+		return &plan.Hold{Reason: sluicev1.ReasonMetricsUnreachable, Message: fmt.Sprintf("Waiting for the metrics server: %v", err)}, nil
 	}
-	return false, nil
+	return nil, nil
 }

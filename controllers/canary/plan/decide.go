@@ -36,8 +36,12 @@ const (
 func Decide(o Observed) Decision {
 	d := Decision{Status: *o.Status.DeepCopy(), RequeueAfter: Interval(o.Spec)}
 	recordAnswers(o, &d)
+	phase := o.Status.Phase
+	if o.PrimaryCreated {
+		phase = sluicev1.CanaryPhaseInitializing // a new primary: the lifecycle starts over
+	}
 	if !handleRequests(o, &d) {
-		switch o.Status.Phase {
+		switch phase {
 		case "", sluicev1.CanaryPhaseInitializing:
 			initialize(o, &d)
 		case sluicev1.CanaryPhaseInitialized, sluicev1.CanaryPhaseSucceeded, sluicev1.CanaryPhaseFailed:
@@ -63,7 +67,7 @@ func Decide(o Observed) Decision {
 // target down.
 func initialize(o Observed, d *Decision) {
 	d.setPhase(sluicev1.CanaryPhaseInitializing, o.Now)
-	if !o.Primary.IsReady(PrimaryReadyThreshold(o.Spec)) {
+	if o.MetricsWait != nil || !o.Primary.IsReady(PrimaryReadyThreshold(o.Spec)) {
 		d.RequeueAfter = PollInterval
 		return
 	}

@@ -46,6 +46,12 @@ type Observed struct {
 	// passing checks are no progress: with traffic on the canary the run rolls back at the
 	// progress deadline, with the stall's reason in the message.
 	Stall *Hold
+	// PrimaryCreated is true when the controller created the primary this tick (at first, or
+	// rebuilt from a target back on the promoted revision): the lifecycle starts over at
+	// Initializing.
+	PrimaryCreated bool
+	// MetricsWait, when set, keeps an initializing Canary waiting for its metrics server.
+	MetricsWait *Hold
 	// Answers are the gate webhook answers the controller received this tick; Decide records them
 	// in status.webhooks so a restarted controller never asks the same round again.
 	Answers []sluicev1.WebhookStatus
