@@ -131,9 +131,9 @@ func TestInvalidSpecsRejectedNamingTheField(t *testing.T) {
 		{"unknown provider", func(c *sluicev1.Canary) { c.Spec.Provider = "nginx" }, "spec.provider"},
 		// Admission refuses what would be ignored or would pass on nothing.
 		{"metric without a threshold", func(c *sluicev1.Canary) { c.Spec.Analysis.Metrics[1].ThresholdRange = nil },
-			"spec.analysis.metrics[1]: Invalid value: \"object\": metric: set thresholdRange (or compareToPrimary)"},
+			"spec.analysis.metrics[1]: Invalid value: metric: set thresholdRange (or compareToPrimary)"},
 		{"thresholdRange without bounds", func(c *sluicev1.Canary) { c.Spec.Analysis.Metrics[0].ThresholdRange = &sluicev1.ThresholdRange{} },
-			"spec.analysis.metrics[0].thresholdRange: Invalid value: \"object\": thresholdRange: set min, max or both"},
+			"spec.analysis.metrics[0].thresholdRange: Invalid value: thresholdRange: set min, max or both"},
 		{"duplicate metric names", func(c *sluicev1.Canary) { c.Spec.Analysis.Metrics[1].Name = c.Spec.Analysis.Metrics[0].Name },
 			"spec.analysis.metrics[1]: Duplicate value"},
 		{"duplicate webhook names", func(c *sluicev1.Canary) {
@@ -141,10 +141,10 @@ func TestInvalidSpecsRejectedNamingTheField(t *testing.T) {
 		}, "spec.analysis.webhooks[1]: Duplicate value"},
 		{"window schedule with four fields", func(c *sluicev1.Canary) {
 			c.Spec.Windows = []sluicev1.ProgressionWindow{{Schedule: "0 9 * *", Duration: "8h"}}
-		}, "spec.windows[0].schedule: Invalid value: \"string\": windows[].schedule must have five cron fields"},
+		}, "spec.windows[0].schedule: Invalid value: \"0 9 * *\": windows[].schedule must have five cron fields"},
 		{"window of no length", func(c *sluicev1.Canary) {
 			c.Spec.Windows = []sluicev1.ProgressionWindow{{Schedule: "0 9 * * 1-5", Duration: "0s"}}
-		}, "spec.windows[0].duration: Invalid value: \"string\": windows[].duration must be longer than zero"},
+		}, "spec.windows[0].duration: Invalid value: \"0s\": windows[].duration must be longer than zero"},
 		{"consecutiveErrorLimit zero", func(c *sluicev1.Canary) { c.Spec.Analysis.ConsecutiveErrorLimit = ptr.To[int32](0) },
 			"spec.analysis.consecutiveErrorLimit"},
 		{"string match with two kinds", func(c *sluicev1.Canary) {

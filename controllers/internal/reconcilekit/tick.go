@@ -84,8 +84,16 @@ func (t *Tick) End(ctx context.Context, result ctrl.Result, err error) (ctrl.Res
 // next tick repairs it from the status. The outbox is still delivered by End. errors: those of
 // the patch (a conflict: nothing of the decision happened).
 func (t *Tick) Commit(ctx context.Context) error {
+	if equality.Semantic.DeepEqual(t.base.GetStatus(), t.obj.GetStatus()) {
+		return nil
+	}
 	if err := t.patchStatus(ctx); err != nil {
 		return err
+	}
+	if t.obj.GetResourceVersion() == t.base.GetResourceVersion() {
+		// A write that landed always comes back with a new resourceVersion: this one did not, so
+		// nothing after it may act as if it had.
+		return fmt.Errorf("status of %s not written: the patch came back without a new resourceVersion", client.ObjectKeyFromObject(t.obj))
 	}
 	base, ok := t.obj.DeepCopyObject().(Object)
 	if !ok {
