@@ -56,7 +56,7 @@ func startSafetyStack(t *testing.T, o stackOptions, proxy func(prom string) stri
 	if proxy != nil {
 		metricsServer = proxy(s.Prom.Address())
 	}
-	if err := s.StartManager(ctx, manager.Options{MetricsServer: metricsServer}); err != nil {
+	if err := s.StartManager(ctx, manager.Options{MetricsServer: metricsServer, SkipNameValidation: true}); err != nil {
 		t.Fatal(err)
 	}
 	if o.withoutCanary {
