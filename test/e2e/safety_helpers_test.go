@@ -165,6 +165,7 @@ type switchProxy struct {
 	addr, backend string
 	mu            sync.Mutex
 	ln            net.Listener
+	conns         map[net.Conn]bool // open client connections, closed when switched off
 	wg            sync.WaitGroup
 }
 
@@ -205,7 +206,23 @@ func (p *switchProxy) serve(ln net.Listener) {
 }
 
 func (p *switchProxy) forward(c net.Conn) {
-	defer c.Close()
+	p.mu.Lock()
+	if p.ln == nil {
+		p.mu.Unlock()
+		_ = c.Close()
+		return
+	}
+	if p.conns == nil {
+		p.conns = map[net.Conn]bool{}
+	}
+	p.conns[c] = true
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.conns, c)
+		p.mu.Unlock()
+		_ = c.Close()
+	}()
 	b, err := net.DialTimeout("tcp", p.backend, 2*time.Second)
 	if err != nil {
 		return
@@ -217,11 +234,15 @@ func (p *switchProxy) forward(c net.Conn) {
 	<-done
 }
 
-// off stops accepting: new connections are refused.
+// off stops accepting and cuts the open connections (kept alive by the HTTP client): new
+// connections are refused.
 func (p *switchProxy) off() {
 	p.mu.Lock()
 	ln := p.ln
 	p.ln = nil
+	for c := range p.conns {
+		_ = c.Close()
+	}
 	p.mu.Unlock()
 	if ln != nil {
 		_ = ln.Close()
