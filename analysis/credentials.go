@@ -72,14 +72,20 @@ func (e *Engine) readCredentials(ctx context.Context, namespace, name string) (c
 	return c, nil
 }
 
-// authTransport sets the Authorization header on every request.
+// authTransport sets the Authorization header on requests to host (the credentials' own address)
+// and on no other: the clients follow no redirects, and should one ever be followed the
+// credentials still stay behind.
 type authTransport struct {
 	next          http.RoundTripper
 	authorization string
+	host          string
 }
 
 // RoundTrip implements http.RoundTripper; it leaves the caller's request untouched.
 func (t authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !strings.EqualFold(r.URL.Host, t.host) {
+		return t.next.RoundTrip(r)
+	}
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", t.authorization)
 	return t.next.RoundTrip(r)

@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/egress"
+	"sluice.dev/sluice/tenancy"
 )
 
 // Options configure an Engine.
@@ -27,6 +29,13 @@ type Options struct {
 	// MaxConcurrentMetrics bounds how many metrics of one Analyze call are queried at the same
 	// time. Default 4.
 	MaxConcurrentMetrics int
+	// Egress is the outbound destination policy every metrics server address must pass; its
+	// clients follow no redirects. Nil: every destination but link-local and cloud-metadata
+	// addresses.
+	Egress *egress.Policy
+	// Refs decides which namespaces a Canary's templateRef may name. The zero value allows only
+	// the Canary's own.
+	Refs tenancy.RefPolicy
 }
 
 // Engine evaluates a Canary's metrics against Prometheus. It is safe for concurrent use by
@@ -49,7 +58,7 @@ func NewEngine(reader client.Reader, opts Options) *Engine {
 	if opts.MaxConcurrentMetrics <= 0 {
 		opts.MaxConcurrentMetrics = 4
 	}
-	return &Engine{reader: reader, opts: opts, clients: newClientCache()}
+	return &Engine{reader: reader, opts: opts, clients: newClientCache(opts.Egress)}
 }
 
 // Analyze evaluates every metric of canary.Spec.Analysis.Metrics with instant queries at now and
@@ -94,7 +103,8 @@ func (e *Engine) Analyze(ctx context.Context, canary *sluicev1.Canary, now time.
 // (vector(1)), so a Canary can wait at initialization instead of failing its first checks.
 // Returns nil when all answer or there are no metrics. errors: for each server that does not
 // answer, an error wrapping ErrUnreachable that names the address and the reason (joined with
-// errors.Join); ErrNoMetricsServer, ErrTemplate or API errors when a server cannot be determined.
+// errors.Join); egress.ErrRefused for an address the egress policy refuses; ErrNoMetricsServer,
+// ErrTemplate, tenancy.ErrCrossNamespaceRef or API errors when a server cannot be determined.
 func (e *Engine) Ready(ctx context.Context, canary *sluicev1.Canary) error {
 	servers := map[clientKey]server{}
 	var order []clientKey
@@ -114,7 +124,7 @@ func (e *Engine) Ready(ctx context.Context, canary *sluicev1.Canary) error {
 	for _, k := range order {
 		s := servers[k]
 		if _, err := e.query(ctx, s, "vector(1)", time.Time{}); err != nil {
-			if !errors.Is(err, ErrUnreachable) {
+			if !errors.Is(err, ErrUnreachable) && !errors.Is(err, egress.ErrRefused) {
 				err = fmt.Errorf("%w: %s: %w", ErrUnreachable, s.address, err)
 			}
 			errs = append(errs, err)

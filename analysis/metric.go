@@ -23,35 +23,19 @@ type plan struct {
 
 // serverFor returns the server metric m queries and, for template metrics, the MetricTemplate:
 // the template's provider address, else spec.metricsServer, else Options.DefaultAddress, with the
-// template's credentials and TLS setting. errors: ErrNoMetricsServer, ErrTemplate, API errors.
+// template's credentials and TLS setting. A template's credentials go only to its own address.
+// errors: ErrNoMetricsServer, ErrTemplate, API errors.
 func (e *Engine) serverFor(ctx context.Context, c *sluicev1.Canary, m *sluicev1.CanaryMetric) (server, *sluicev1.MetricTemplate, error) {
-	var s server
 	var tpl *sluicev1.MetricTemplate
 	if m.TemplateRef != nil {
 		var err error
 		if tpl, err = e.getTemplate(ctx, c, m); err != nil {
 			return server{}, nil, err
 		}
-		p := tpl.Spec.Provider
-		if p.Type != "" && p.Type != "prometheus" {
-			return server{}, nil, fmt.Errorf("%w: MetricTemplate %s/%s: provider type %q is not supported (want prometheus)",
-				ErrTemplate, tpl.Namespace, tpl.Name, p.Type)
-		}
-		s.address, s.insecureSkipVerify = p.Address, p.InsecureSkipVerify
-		if p.SecretRef != nil {
-			if s.creds, err = e.readCredentials(ctx, tpl.Namespace, p.SecretRef.Name); err != nil {
-				return server{}, nil, err
-			}
-		}
 	}
-	for _, a := range []string{c.Spec.MetricsServer, e.opts.DefaultAddress} {
-		if s.address == "" {
-			s.address = a
-		}
-	}
-	if s.address == "" {
-		return server{}, nil, fmt.Errorf("%w: set the MetricTemplate's provider.address, the Canary's spec.metricsServer or the controller's default",
-			ErrNoMetricsServer)
+	s, err := e.templateServer(ctx, tpl, c.Spec.MetricsServer)
+	if err != nil {
+		return server{}, nil, err
 	}
 	return s, tpl, nil
 }

@@ -206,7 +206,9 @@ func (e *Engine) namespacePlan(ctx context.Context, a NamespaceAnalysis, m *slui
 }
 
 // templateServer returns the server for a MetricTemplate (nil for built-ins): the template's
-// address with its credentials, else fallback, else Options.DefaultAddress.
+// address with its credentials, else fallback, else Options.DefaultAddress. Credentials are only
+// ever paired with the template's own address: a template with secretRef and no address (refused
+// at admission; possible for objects written before that rule) is an error, never a fallback.
 // errors: ErrNoMetricsServer, ErrTemplate, credential errors.
 func (e *Engine) templateServer(ctx context.Context, tpl *sluicev1.MetricTemplate, fallback string) (server, error) {
 	var s server
@@ -218,6 +220,10 @@ func (e *Engine) templateServer(ctx context.Context, tpl *sluicev1.MetricTemplat
 		}
 		s.address, s.insecureSkipVerify = pr.Address, pr.InsecureSkipVerify
 		if pr.SecretRef != nil {
+			if pr.Address == "" {
+				return server{}, fmt.Errorf("%w: MetricTemplate %s/%s has provider.secretRef but no provider.address: "+
+					"its credentials are sent only to its own address", ErrTemplate, tpl.Namespace, tpl.Name)
+			}
 			var err error
 			if s.creds, err = e.readCredentials(ctx, tpl.Namespace, pr.SecretRef.Name); err != nil {
 				return server{}, err
@@ -230,7 +236,7 @@ func (e *Engine) templateServer(ctx context.Context, tpl *sluicev1.MetricTemplat
 		}
 	}
 	if s.address == "" {
-		return server{}, fmt.Errorf("%w: set the MetricTemplate's provider.address, the analysis' metricsServer or the controller's default",
+		return server{}, fmt.Errorf("%w: set the MetricTemplate's provider.address, the Canary's spec.metricsServer (a namespace analysis' metricsServer) or the controller's default",
 			ErrNoMetricsServer)
 	}
 	return s, nil

@@ -15,6 +15,9 @@ import (
 	promapi "github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"sluice.dev/sluice/egress"
 )
 
 // server is a Prometheus endpoint with the credentials and TLS setting to reach it.
@@ -47,12 +50,13 @@ type cachedClient struct {
 // clientCache holds one Prometheus client per (address, credentials, TLS setting). It is safe for
 // concurrent use.
 type clientCache struct {
+	egress  *egress.Policy
 	mu      sync.Mutex
 	clients map[clientKey]cachedClient
 }
 
-func newClientCache() *clientCache {
-	return &clientCache{clients: map[clientKey]cachedClient{}}
+func newClientCache(policy *egress.Policy) *clientCache {
+	return &clientCache{egress: policy, clients: map[clientKey]cachedClient{}}
 }
 
 // get returns the client for s, creating it on first use. errors: an invalid address.
@@ -66,17 +70,22 @@ func (c *clientCache) get(s server) (promv1.API, error) {
 	if err := checkAddress(s.address); err != nil {
 		return nil, err
 	}
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.TLSClientConfig = &tls.Config{
+	if err := c.egress.CheckURL(s.address); err != nil {
+		return nil, fmt.Errorf("metrics server address %s: %w", hostOf(s.address), err)
+	}
+	// Every connection passes the egress policy; no proxy, no redirects (a redirect would carry
+	// the request, and the credentials the transport adds, to an address nobody configured).
+	transport := c.egress.Transport(&tls.Config{
 		MinVersion: tls.VersionTLS12,
 		// Set only when the MetricTemplate asks for it (insecureSkipVerify).
 		InsecureSkipVerify: s.insecureSkipVerify, //nolint:gosec // user opt-in per MetricTemplate
-	}
+	})
 	var rt http.RoundTripper = transport
 	if s.creds.authorization != "" {
-		rt = authTransport{next: transport, authorization: s.creds.authorization}
+		u, _ := url.Parse(s.address) // checked above
+		rt = authTransport{next: transport, authorization: s.creds.authorization, host: u.Host}
 	}
-	cl, err := promapi.NewClient(promapi.Config{Address: s.address, RoundTripper: rt})
+	cl, err := promapi.NewClient(promapi.Config{Address: s.address, Client: c.egress.Client(rt)})
 	if err != nil {
 		return nil, fmt.Errorf("metrics server address %q: %w", s.address, err)
 	}
@@ -122,7 +131,7 @@ func (e *Engine) query(ctx context.Context, s server, q string, ts time.Time) (m
 	defer cancel()
 	v, warnings, _, err := api.Query(ctx, q, ts, promv1.WithTimeout(e.opts.QueryTimeout))
 	if err != nil {
-		return nil, queryError(s.address, err)
+		return nil, queryError(ctx, s.address, err)
 	}
 	if len(warnings) > 0 {
 		return nil, fmt.Errorf("%w: Prometheus at %s answered with warnings: %s", ErrPartial, s.address, strings.Join(warnings, "; "))
@@ -130,21 +139,37 @@ func (e *Engine) query(ctx context.Context, s server, q string, ts time.Time) (m
 	return v, nil
 }
 
-// queryError explains err from querying address.
-func queryError(address string, err error) error {
+// queryError explains err from querying address. A non-2xx answer is described by its type and
+// code only; its body (promv1.Error.Detail) goes to the debug log, never into status. Refusals of
+// the egress policy are not ErrUnreachable: retrying does not help.
+func queryError(ctx context.Context, address string, err error) error {
+	if errors.Is(err, egress.ErrRefused) {
+		return fmt.Errorf("metrics server %s: %w", hostOf(address), err)
+	}
 	var apiErr *promv1.Error
 	if errors.As(err, &apiErr) {
 		switch apiErr.Type {
 		case promv1.ErrBadData, promv1.ErrExec, promv1.ErrTimeout, promv1.ErrCanceled:
+			// Prometheus' own JSON error document (a query it rejected), not a raw body.
 			return fmt.Errorf("query rejected by Prometheus at %s: %w", address, err)
 		}
 		if d := strings.TrimSpace(apiErr.Detail); d != "" {
-			const maxDetail = 200
+			const maxDetail = 256
 			if len(d) > maxDetail {
 				d = d[:maxDetail] + "…"
 			}
-			return fmt.Errorf("%w: %s: %w (%s)", ErrUnreachable, address, err, d)
+			log.FromContext(ctx).V(1).Info("Metrics server answered with an error", "address", address,
+				"error", apiErr.Error(), "body", d)
 		}
+		return fmt.Errorf("%w: %s: %w", ErrUnreachable, address, &promv1.Error{Type: apiErr.Type, Msg: apiErr.Msg})
 	}
 	return fmt.Errorf("%w: %s: %w", ErrUnreachable, address, err)
+}
+
+// hostOf is the host of an address, for messages that must not repeat a whole URL.
+func hostOf(address string) string {
+	if u, err := url.Parse(address); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return address
 }

@@ -79,6 +79,9 @@ func (e *Engine) getTemplate(ctx context.Context, c *sluicev1.Canary, m *sluicev
 	if key.Namespace == "" {
 		key.Namespace = c.Namespace
 	}
+	if err := e.opts.Refs.Check(c.Namespace, fmt.Sprintf("metric %q templateRef", m.Name), "MetricTemplate", key.Namespace, key.Name); err != nil {
+		return nil, err
+	}
 	var tpl sluicev1.MetricTemplate
 	if err := e.reader.Get(ctx, key, &tpl); err != nil {
 		if apierrors.IsNotFound(err) {

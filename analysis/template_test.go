@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/tenancy"
 )
 
 func TestRenderQuery(t *testing.T) {
@@ -48,7 +49,9 @@ func TestMetricTemplateLookup(t *testing.T) {
 	missingVar := metricTemplate(ns, "missing-var", `x{a="{{ .variables.absent }}"}`)
 	badType := metricTemplate(ns, "bad-type", `vector(1)`)
 	badType.Spec.Provider.Type = "datadog"
-	e := NewEngine(reader(local, shared, noAddr, missingVar, badType), Options{DefaultAddress: addr})
+	// Templates in namespace monitoring are the controller's shared ones.
+	e := NewEngine(reader(local, shared, noAddr, missingVar, badType), Options{DefaultAddress: addr,
+		Refs: tenancy.RefPolicy{ControllerNamespace: "monitoring"}})
 
 	metric := func(name, tplNamespace, tpl string) sluicev1.CanaryMetric {
 		m := templateMetric(name, tpl)
@@ -95,6 +98,15 @@ func TestMetricTemplateLookup(t *testing.T) {
 	}
 	if r := check.Results[6]; r.PrimaryValue != "99.00" || !strings.Contains(r.Query, `destination_workload="cmp"`) {
 		t.Errorf("comparison via template: primary %q query %s", r.PrimaryValue, r.Query)
+	}
+
+	// By default a templateRef into another namespace is refused before anything is read or
+	// queried.
+	refusing := NewEngine(reader(local, shared), Options{DefaultAddress: addr})
+	r := analyzeOne(t, refusing, newCanary("cmp", "http://127.0.0.1:1", metric("other-namespace", "monitoring", "rate")))
+	if r.Verdict != sluicev1.VerdictError || !strings.Contains(r.Message, "MetricTemplate monitoring/rate") ||
+		!strings.Contains(r.Message, tenancy.ErrCrossNamespaceRef.Error()) || r.Query != "" {
+		t.Errorf("cross-namespace templateRef with the default policy: %s %q (query %q)", r.Verdict, r.Message, r.Query)
 	}
 
 	// No address anywhere.

@@ -5,7 +5,9 @@
 #                            and every literal "{{" / "}}" escaped so Helm prints it as written.
 #   config/rbac/role.yaml -> CHART/files/manager-rules.yaml: the ClusterRole's rules, less the
 #                            coordination.k8s.io leases rule (the chart grants leases only in the
-#                            release namespace, through the leader-election Role).
+#                            release namespace, through the leader-election Role); likewise
+#                            config/rbac/canary -> canary-rules.yaml and config/rbac/dataplane ->
+#                            dataplane-rules.yaml for namespace-scoped installs.
 # CRDs live under templates/ rather than crds/ because Helm never upgrades files in crds/.
 #
 # Usage: hack/chart-crds.sh [CHART_DIR]   (default charts/sluice; tests pass a scratch folder)
@@ -40,13 +42,19 @@ for src in "$root"/config/crd/*.yaml; do
   ' <"$src" >"$dst"
 done
 
-# Rules of the generated ClusterRole (controller-gen writes one "- apiGroups:" item per rule),
-# without the leases rule.
-awk '
-  function flush() { if (item != "" && item !~ /- coordination\.k8s\.io\n/) printf "%s", item; item = "" }
-  /^rules:/ { inrules = 1; next }
-  !inrules  { next }
-  /^- /     { flush() }
-  { item = item $0 "\n" }
-  END { flush() }
-' "$root/config/rbac/role.yaml" >"$chart/files/manager-rules.yaml"
+# Rules of the generated ClusterRoles (controller-gen writes one "- apiGroups:" item per rule),
+# without the leases rule: manager-rules.yaml (every controller, cluster-wide installs),
+# canary-rules.yaml and dataplane-rules.yaml (namespace-scoped installs).
+rules() {
+  awk '
+    function flush() { if (item != "" && item !~ /- coordination\.k8s\.io\n/) printf "%s", item; item = "" }
+    /^rules:/ { inrules = 1; next }
+    !inrules  { next }
+    /^- /     { flush() }
+    { item = item $0 "\n" }
+    END { flush() }
+  ' "$1" >"$2"
+}
+rules "$root/config/rbac/role.yaml" "$chart/files/manager-rules.yaml"
+rules "$root/config/rbac/canary/role.yaml" "$chart/files/canary-rules.yaml"
+rules "$root/config/rbac/dataplane/role.yaml" "$chart/files/dataplane-rules.yaml"

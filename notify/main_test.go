@@ -89,8 +89,13 @@ func provider(name string, typ sluicev1.AlertProviderType, address string) []cli
 
 func newNotifier(t *testing.T, objs ...client.Object) *Notifier {
 	t.Helper()
+	return newNotifierWith(t, Options{}, objs...)
+}
+
+func newNotifierWith(t *testing.T, opts Options, objs ...client.Object) *Notifier {
+	t.Helper()
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).Build()
-	return New(c, Options{})
+	return New(c, opts)
 }
 
 // alertList is the alerts of a Canary.

@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/egress"
+	"sluice.dev/sluice/tenancy"
 )
 
 // SecretKeyAddress is the key of an AlertProvider's Secret that holds the webhook URL.
@@ -35,8 +37,15 @@ var ErrProviderConfig = errors.New("alert provider misconfigured")
 
 // Options configure a Notifier.
 type Options struct {
-	// HTTPClient posts the messages. Nil means a client with http.DefaultTransport.
+	// HTTPClient posts the messages. Nil means Egress.Client(nil): no redirects, no link-local or
+	// metadata addresses, only allowed destinations.
 	HTTPClient *http.Client
+	// Egress is the outbound destination policy every provider's address must pass. Nil: every
+	// destination but link-local and cloud-metadata addresses.
+	Egress *egress.Policy
+	// Refs decides which namespaces a namespaced subject's providerRef may name. The zero value
+	// allows only the subject's own.
+	Refs tenancy.RefPolicy
 	// Timeout bounds the delivery to one provider (Secret lookup included). Zero means
 	// DefaultTimeout.
 	Timeout time.Duration
@@ -47,15 +56,17 @@ type Options struct {
 type Notifier struct {
 	reader  client.Reader
 	client  *http.Client
+	egress  *egress.Policy
+	refs    tenancy.RefPolicy
 	timeout time.Duration
 }
 
 // New returns a Notifier that reads AlertProviders and Secrets through reader (a cached client
 // or an API reader).
 func New(reader client.Reader, opts Options) *Notifier {
-	n := &Notifier{reader: reader, client: opts.HTTPClient, timeout: opts.Timeout}
+	n := &Notifier{reader: reader, client: opts.HTTPClient, egress: opts.Egress, refs: opts.Refs, timeout: opts.Timeout}
 	if n.client == nil {
-		n.client = &http.Client{}
+		n.client = opts.Egress.Client(nil)
 	}
 	if n.timeout <= 0 {
 		n.timeout = DefaultTimeout
@@ -139,6 +150,9 @@ func (n *Notifier) resolve(ctx context.Context, namespace string, ref sluicev1.C
 		return t, fmt.Errorf("%w: providerRef %s names no namespace (required for a cluster-scoped object)",
 			ErrProviderConfig, t.key.Name)
 	}
+	if err := n.refs.Check(namespace, "providerRef", "AlertProvider", t.key.Namespace, t.key.Name); err != nil {
+		return t, fmt.Errorf("%w: %w", ErrProviderConfig, err)
+	}
 	var p sluicev1.AlertProvider
 	if err := n.reader.Get(ctx, t.key, &p); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -175,6 +189,9 @@ func (n *Notifier) resolve(ctx context.Context, namespace string, ref sluicev1.C
 		// The value is a credential: never print it.
 		return t, fmt.Errorf("%w: AlertProvider %s: key %q of Secret %s is not an http(s) URL",
 			ErrProviderConfig, t.key, SecretKeyAddress, secretKey)
+	}
+	if err := n.egress.CheckURL(t.address); err != nil {
+		return t, fmt.Errorf("%w: AlertProvider %s: the address in Secret %s: %w", ErrProviderConfig, t.key, secretKey, err)
 	}
 	return t, nil
 }

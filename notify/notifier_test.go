@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/tenancy"
 )
 
 func TestAccepts(t *testing.T) {
@@ -128,20 +129,36 @@ func TestProviderConfigErrors(t *testing.T) {
 	}
 }
 
+// TestProviderInOtherNamespace: a providerRef into another namespace is refused (nothing posted)
+// unless that namespace is the controller's or cross-namespace references are allowed.
 func TestProviderInOtherNamespace(t *testing.T) {
 	rcv := newReceiver(t, http.StatusOK)
 	objs := provider("shared", sluicev1.AlertProviderGeneric, rcv.url())
 	for _, o := range objs {
 		o.SetNamespace("monitoring")
 	}
-	n := newNotifier(t, objs...)
 	a := alert("a", "", "shared")
 	a.ProviderRef.Namespace = "monitoring"
-	if err := n.Send(context.Background(), alertList(a), rollback()); err != nil {
-		t.Fatalf("Send: %v", err)
+
+	refused := newNotifier(t, objs...)
+	err := refused.Send(context.Background(), alertList(a), rollback())
+	if !errors.Is(err, tenancy.ErrCrossNamespaceRef) || !errors.Is(err, ErrProviderConfig) ||
+		!strings.Contains(err.Error(), "AlertProvider monitoring/shared") {
+		t.Fatalf("Send with the default policy: %v, want a refusal naming AlertProvider monitoring/shared", err)
 	}
-	if len(rcv.received()) != 1 {
-		t.Fatal("the provider in namespace monitoring got no message")
+	if len(rcv.received()) != 0 {
+		t.Fatal("a refused providerRef was posted to")
+	}
+
+	for _, refs := range []tenancy.RefPolicy{{ControllerNamespace: "monitoring"}, {AllowCrossNamespace: true}} {
+		n := newNotifierWith(t, Options{Refs: refs}, objs...)
+		before := len(rcv.received())
+		if err := n.Send(context.Background(), alertList(a), rollback()); err != nil {
+			t.Fatalf("Send with %+v: %v", refs, err)
+		}
+		if len(rcv.received()) != before+1 {
+			t.Fatalf("with %+v the provider in namespace monitoring got no message", refs)
+		}
 	}
 }
 

@@ -4,16 +4,26 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"sluice.dev/sluice/egress"
 )
 
-// maxDrain bounds how much of a response body is read before the connection is reused.
-const maxDrain = 64 << 10
+const (
+	// maxDrain bounds how much of a response body is read before the connection is reused.
+	maxDrain = 64 << 10
+	// maxBodyInLog bounds the part of a failing answer's body written to the debug log.
+	maxBodyInLog = 256
+)
 
-// postJSON POSTs v as JSON to address. errors: a non-2xx answer ("HTTP 400 Bad Request"), or the
-// request error.
+// postJSON POSTs v as JSON to address. errors: a non-2xx answer ("HTTP 400 Bad Request": the
+// code and the standard reason phrase, the body only in the debug log), or the request error.
 func (n *Notifier) postJSON(ctx context.Context, address string, v any) error {
 	body, err := json.Marshal(v)
 	if err != nil {
@@ -34,7 +44,13 @@ func (n *Notifier) postJSON(ctx context.Context, address string, v any) error {
 		_ = resp.Body.Close()
 	}()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("HTTP %s", resp.Status)
+		// The body is for the debug log only: status and events get the code.
+		if l := log.FromContext(ctx).V(1); l.Enabled() {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, maxBodyInLog))
+			l.Info("Alert provider answered with an error", "host", req.URL.Host, "status", resp.StatusCode,
+				"body", strings.ToValidUTF8(string(body), ""))
+		}
+		return errors.New(egress.StatusMessage(resp.StatusCode))
 	}
 	return nil
 }

@@ -3,10 +3,11 @@ package notify
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/slack-go/slack"
+
+	"sluice.dev/sluice/egress"
 )
 
 // Block Kit text limits.
@@ -26,7 +27,7 @@ func (n *Notifier) postSlack(ctx context.Context, t target, msg Message) error {
 		if sce.Code >= 200 && sce.Code <= 299 {
 			return nil
 		}
-		return fmt.Errorf("HTTP %s", sce.Status)
+		return errors.New(egress.StatusMessage(sce.Code))
 	}
 	return err
 }

@@ -11,11 +11,13 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"sluice.dev/sluice/egress"
 )
 
 const (
-	// maxBodyInMessage bounds the part of a failing answer's body kept in Result.Message.
-	maxBodyInMessage = 256
+	// maxBodyInLog bounds the part of a failing answer's body written to the debug log.
+	maxBodyInLog = 256
 	// maxDrain bounds how much of an answer is read so its connection can be reused.
 	maxDrain = 64 << 10
 )
@@ -49,8 +51,14 @@ func (r *Runner) run(c *call) Result {
 	return res
 }
 
-// attempt POSTs body to address once, bounded by timeout.
+// attempt POSTs body to address once, bounded by timeout. The destination must pass the egress
+// policy, redirects are not followed, and a failing answer's body goes only to the debug log:
+// Result.Message (which reaches the Canary's status and events) holds the code and the standard
+// reason phrase.
 func (r *Runner) attempt(parent context.Context, address string, body []byte, timeout time.Duration) Result {
+	if err := r.egress.CheckURL(address); err != nil {
+		return Result{State: Failed, Message: "webhook URL refused: " + err.Error()}
+	}
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, address, bytes.NewReader(body))
@@ -73,14 +81,15 @@ func (r *Runner) attempt(parent context.Context, address string, body []byte, ti
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
 		_ = resp.Body.Close()
 	}()
-	res := Result{StatusCode: resp.StatusCode, Message: "HTTP " + resp.Status, State: Failed}
+	res := Result{StatusCode: resp.StatusCode, Message: egress.StatusMessage(resp.StatusCode), State: Failed}
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 		res.State = Passed
 		return res
 	}
-	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxBodyInMessage))
-	if s := oneLine(strings.ToValidUTF8(string(snippet), "")); s != "" {
-		res.Message += ": " + s
+	if log := r.log.V(1); log.Enabled() {
+		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxBodyInLog))
+		log.Info("Webhook answered with an error", "host", req.URL.Host, "status", resp.StatusCode,
+			"body", oneLine(strings.ToValidUTF8(string(snippet), "")))
 	}
 	return res
 }

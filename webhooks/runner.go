@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/egress"
 )
 
 // Defaults of Options.
@@ -26,9 +27,14 @@ const (
 
 // Options configure a Runner.
 type Options struct {
-	// HTTPClient makes the calls. Nil means a client with http.DefaultTransport. Each attempt is
-	// bounded by the hook's timeout whatever the client's own timeout.
+	// HTTPClient makes the calls. Nil means Egress.Client(nil): no redirects, no link-local or
+	// metadata addresses, only allowed destinations. Each attempt is bounded by the hook's
+	// timeout whatever the client's own timeout.
 	HTTPClient *http.Client
+	// Egress is the outbound destination policy. Every URL is checked against it before a call
+	// (CheckURL), and the default client enforces it on every connection. Nil: every destination
+	// but link-local and cloud-metadata addresses.
+	Egress *egress.Policy
 	// MaxInFlight bounds the calls running at once (default 32). Further calls queue in the
 	// order they were first polled and stay Pending. Fire-and-forget calls use at most half of
 	// the slots (at least one), so gates always have room.
@@ -51,6 +57,7 @@ type Options struct {
 // concurrent use. Close it (or add it to the manager, see Start) to cancel running calls.
 type Runner struct {
 	client     *http.Client
+	egress     *egress.Policy
 	maxRunning int
 	maxEvents  int // running fire-and-forget calls
 	retryDelay time.Duration
@@ -93,6 +100,7 @@ type call struct {
 func NewRunner(opts Options) *Runner {
 	r := &Runner{
 		client:     opts.HTTPClient,
+		egress:     opts.Egress,
 		maxRunning: opts.MaxInFlight,
 		retryDelay: opts.RetryDelay,
 		ttl:        opts.ResultTTL,
@@ -102,7 +110,7 @@ func NewRunner(opts Options) *Runner {
 		calls:      map[string]*call{},
 	}
 	if r.client == nil {
-		r.client = &http.Client{}
+		r.client = opts.Egress.Client(nil)
 	}
 	if r.maxRunning <= 0 {
 		r.maxRunning = DefaultMaxInFlight

@@ -53,9 +53,7 @@ const (
 	// under the progress deadline.
 	ReasonCanaryUnready = "CanaryUnready"
 	// ReasonNoEvidence: the last check had no metric verdict; the step holds.
-	ReasonNoEvidence = "NoEvidence"
-	// ReasonServiceAdopted: Sluice took over an existing apex Service.
-	ReasonServiceAdopted = "ServiceAdopted"
+	ReasonNoEvidence     = "NoEvidence"
 	ReasonResumed        = "Resumed"
 	ReasonPrimaryCreated = "PrimaryCreated"
 )

@@ -60,20 +60,26 @@ type MetricTemplateSpec struct {
 	Query string `json:"query"`
 }
 
-// MetricTemplateProvider is a metrics server.
+// MetricTemplateProvider is a metrics server. Credentials (secretRef) go only to the template's
+// own address, never to a Canary's metricsServer or the controller's default, so a template with
+// secretRef must name its address.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.secretRef) || (has(self.address) && size(self.address) > 0)",message="provider.secretRef needs provider.address: credentials are sent only to the template's own address",fieldPath=".address"
 type MetricTemplateProvider struct {
 	// Type of the server. Default prometheus.
 	// +kubebuilder:validation:Enum=prometheus
 	// +kubebuilder:default=prometheus
 	// +optional
 	Type string `json:"type,omitempty"`
-	// Address of the server, e.g. http://prometheus.monitoring:9090. Empty means the controller's
-	// --metrics-server flag.
+	// Address of the server, e.g. http://prometheus.monitoring:9090. Empty means the Canary's
+	// spec.metricsServer, else the controller's --metrics-server flag; required with secretRef.
 	// +kubebuilder:validation:Pattern=`^https?://`
 	// +optional
 	Address string `json:"address,omitempty"`
 	// SecretRef names a Secret in the template's namespace with credentials: key "token" (bearer
-	// token) or keys "username" and "password" (basic auth).
+	// token) or keys "username" and "password" (basic auth). They are sent only to Address (which
+	// must then be set). Whoever may write MetricTemplates in a namespace may send these keys of
+	// any Secret there to an address of their choice: grant it like reading Secrets.
 	// +optional
 	SecretRef *corev1.LocalObjectReference `json:"secretRef,omitempty"`
 	// InsecureSkipVerify turns off TLS certificate verification.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -176,6 +177,8 @@ func TestInvalidSpecsRejectedNamingTheField(t *testing.T) {
 		{"empty query", sluicev1.MetricTemplateSpec{}, "spec.query"},
 		{"address without scheme", sluicev1.MetricTemplateSpec{Query: "up", Provider: sluicev1.MetricTemplateProvider{Address: "prometheus:9090"}}, "spec.provider.address"},
 		{"unknown provider type", sluicev1.MetricTemplateSpec{Query: "up", Provider: sluicev1.MetricTemplateProvider{Type: "datadog"}}, "spec.provider.type"},
+		{"credentials without their own address", sluicev1.MetricTemplateSpec{Query: "up", Provider: sluicev1.MetricTemplateProvider{
+			SecretRef: &corev1.LocalObjectReference{Name: "prom-token"}}}, "credentials are sent only to the template's own address"},
 	}
 	for i, tt := range templateCases {
 		t.Run("template "+tt.name, func(t *testing.T) {

@@ -28,11 +28,37 @@ func TestManagerRunsWithOnlyTheChartsRBAC(t *testing.T) {
 	if env == nil {
 		t.Skip("needs envtest")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	release := env.Namespace(t)
 	app := env.Namespace(t)
-	out, err := Render(Release{Name: "sluice", Namespace: release})
+	runRolloutWithChartRBAC(t, release, app, nil, manager.Options{})
+}
+
+// TestNamespaceScopedManagerRunsWithOnlyTheChartsRBAC installs the chart with watchNamespaces
+// (RoleBindings in the watched namespace, nothing cluster-wide but the /metrics review rights, the
+// data-plane controller off) and runs the same rollout as the ServiceAccount: the manager starts
+// and completes it, and really cannot read Deployments outside its namespace.
+func TestNamespaceScopedManagerRunsWithOnlyTheChartsRBAC(t *testing.T) {
+	if env == nil {
+		t.Skip("needs envtest")
+	}
+	release := env.Namespace(t)
+	app := env.Namespace(t)
+	limited := runRolloutWithChartRBAC(t, release, app, map[string]any{"watchNamespaces": []any{app}},
+		manager.Options{Namespaces: []string{app}, DisableDataPlane: true})
+	if err := limited.List(context.Background(), &appsv1.DeploymentList{}, client.InNamespace(release)); !apierrors.IsForbidden(err) {
+		t.Fatalf("listing Deployments of another namespace as the namespace-scoped ServiceAccount: %v, want Forbidden", err)
+	}
+}
+
+// runRolloutWithChartRBAC installs the chart's ServiceAccount and RBAC rendered with values in
+// release, runs the real manager impersonating that ServiceAccount (leader election on, in the
+// release namespace, plus o) and drives the seed's Canary in app through a whole rollout. It
+// returns a client acting as the ServiceAccount.
+func runRolloutWithChartRBAC(t *testing.T, release, app string, values map[string]any, o manager.Options) client.Client {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, err := Render(Release{Name: "sluice", Namespace: release, Values: values})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,9 +91,10 @@ func TestManagerRunsWithOnlyTheChartsRBAC(t *testing.T) {
 		t.Fatalf("listing ClusterRoles as the chart's ServiceAccount: %v, want Forbidden (else this test proves nothing)", err)
 	}
 
-	mgr, err := manager.New(ctx, cfg, manager.Options{MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
-		LeaderElection: true, LeaderElectionID: "sluice-rbac-test", LeaderElectionNamespace: release,
-		MetricsServer: "http://127.0.0.1:1"})
+	o.MetricsAddr, o.ProbeAddr, o.SkipNameValidation = "0", "0", true
+	o.LeaderElection, o.LeaderElectionID, o.LeaderElectionNamespace = true, "sluice-rbac-test", release
+	o.ControllerNamespace, o.MetricsServer = release, "http://127.0.0.1:1"
+	mgr, err := manager.New(ctx, cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +108,9 @@ func TestManagerRunsWithOnlyTheChartsRBAC(t *testing.T) {
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2),
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "podinfo"}},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "podinfo"}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "podinfo:1"}}}}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "podinfo:1",
+					EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
+						LocalObjectReference: corev1.LocalObjectReference{Name: "podinfo-env"}}}}}}}}},
 	}
 	canary := &sluicev1.Canary{
 		ObjectMeta: metav1.ObjectMeta{Name: "podinfo", Namespace: app},
@@ -91,7 +120,9 @@ func TestManagerRunsWithOnlyTheChartsRBAC(t *testing.T) {
 			Analysis:  sluicev1.CanaryAnalysis{Interval: "1s", Threshold: 5, MaxWeight: 50, StepWeight: 10},
 		},
 	}
-	for _, o := range []client.Object{dep, canary} {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "podinfo-env", Namespace: app},
+		StringData: map[string]string{"MODE": "a"}}
+	for _, o := range []client.Object{secret, dep, canary} {
 		if err := env.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
@@ -110,6 +141,7 @@ func TestManagerRunsWithOnlyTheChartsRBAC(t *testing.T) {
 	if img := primary.Spec.Template.Spec.Containers[0].Image; img != "podinfo:2" {
 		t.Fatalf("primary runs %s after the rollout", img)
 	}
+	return limited
 }
 
 func waitPhase(t *testing.T, c *sluicev1.Canary, phase sluicev1.CanaryPhase) {

@@ -61,8 +61,13 @@ func TestDefaultsRenderTheExpectedObjects(t *testing.T) {
 		"CustomResourceDefinition/metrictemplates.sluice.dev",
 		"CustomResourceDefinition/proxyupgrades.sluice.dev",
 		"ServiceAccount/sluice",
+		"ClusterRole/sluice-edit",
 		"ClusterRole/sluice-manager",
+		"ClusterRole/sluice-metrics-auth",
+		"ClusterRole/sluice-metrics-reader",
+		"ClusterRole/sluice-view",
 		"ClusterRoleBinding/sluice-manager",
+		"ClusterRoleBinding/sluice-metrics-auth",
 		"Role/sluice-leader-election",
 		"RoleBinding/sluice-leader-election",
 		"Service/sluice-metrics",
@@ -168,14 +173,18 @@ func TestDeploymentIsRestrictedAndWiresTheFlags(t *testing.T) {
 		pm := p.(map[string]any)
 		ports[pm["name"].(string)] = pm["containerPort"].(int64)
 	}
-	if ports["health"] != 8081 || ports["metrics"] != 8080 {
-		t.Errorf("container ports = %v, want health 8081 and metrics 8080", ports)
+	if ports["health"] != 8081 || ports["metrics"] != 8443 {
+		t.Errorf("container ports = %v, want health 8081 and metrics 8443", ports)
 	}
 	args, _, _ := unstructured.NestedStringSlice(c, "args")
 	for _, want := range []string{
 		"--leader-elect=true",
 		"--health-probe-bind-address=:8081",
-		"--metrics-bind-address=:8080",
+		"--metrics-bind-address=:8443",
+		"--metrics-secure=true",
+		"--controller-namespace=sluice-system",
+		"--allow-cross-namespace-refs=false",
+		"--enable-dataplane=false",
 		"--metrics-server=http://prom.monitoring:9090",
 		"--max-progressing=3",
 		"--prometheus-scrape-interval=30s",
@@ -186,9 +195,12 @@ func TestDeploymentIsRestrictedAndWiresTheFlags(t *testing.T) {
 			t.Errorf("args %q lack %q", args, want)
 		}
 	}
-	// With watched namespaces, RoleBindings in each of them replace the ClusterRoleBinding.
-	if crb := r.OfKind("ClusterRoleBinding"); len(crb) != 0 {
-		t.Errorf("ClusterRoleBinding rendered with watchNamespaces: %v", crb)
+	// With watched namespaces, RoleBindings in each of them replace the ClusterRoleBinding; the
+	// only cluster-wide grant left is asking the apiserver who scrapes /metrics.
+	for _, crb := range r.OfKind("ClusterRoleBinding") {
+		if crb.GetName() != "sluice-metrics-auth" {
+			t.Errorf("ClusterRoleBinding %s rendered with watchNamespaces", crb.GetName())
+		}
 	}
 	var bound []string
 	for _, rb := range r.OfKind("RoleBinding") {
@@ -244,7 +256,9 @@ func TestChartIsInSyncWithGeneratedManifests(t *testing.T) {
 		t.Fatalf("hack/chart-crds.sh: %v\n%s", err, out)
 	}
 	files, _ := filepath.Glob(filepath.Join(tmp, "templates", "crds", "*.yaml"))
-	files = append(files, filepath.Join(tmp, "files", "manager-rules.yaml"))
+	for _, f := range []string{"manager-rules.yaml", "canary-rules.yaml", "dataplane-rules.yaml"} {
+		files = append(files, filepath.Join(tmp, "files", f))
+	}
 	if len(files) < 2 {
 		t.Fatalf("hack/chart-crds.sh wrote %v", files)
 	}

@@ -28,12 +28,24 @@ type config struct {
 	metricsServer          string
 	scrapeInterval         time.Duration
 	queryTimeout           time.Duration
+	metricsSecure          bool
+	metricsCertDir         string
+	controllerNamespace    string
+	allowCrossNamespace    bool
+	allowedDestinations    string
+	enableDataPlane        bool
 }
 
 func parseFlags(args []string) (config, zap.Options, error) {
 	var c config
 	fs := flag.NewFlagSet("sluice", flag.ContinueOnError)
-	fs.StringVar(&c.metricsAddr, "metrics-bind-address", ":8080", "Address of the /metrics endpoint; 0 turns it off.")
+	fs.StringVar(&c.metricsAddr, "metrics-bind-address", "", "Address of the /metrics endpoint (default :8443, or :8080 with --metrics-secure=false); 0 turns it off.")
+	fs.BoolVar(&c.metricsSecure, "metrics-secure", true, "Serve /metrics over HTTPS, authenticating and authorizing each request with the apiserver (TokenReview, SubjectAccessReview on GET /metrics); false: plain HTTP, no authentication.")
+	fs.StringVar(&c.metricsCertDir, "metrics-cert-dir", "", "Folder with tls.crt and tls.key for /metrics; empty: a self-signed certificate.")
+	fs.StringVar(&c.controllerNamespace, "controller-namespace", os.Getenv("POD_NAMESPACE"), "The manager's own namespace: every Canary may reference the MetricTemplates and AlertProviders in it (default $POD_NAMESPACE).")
+	fs.BoolVar(&c.allowCrossNamespace, "allow-cross-namespace-refs", false, "Let templateRefs and providerRefs name any namespace; by default only the Canary's own and --controller-namespace.")
+	fs.StringVar(&c.allowedDestinations, "allowed-destinations", "", "Comma-separated host names, *.domain suffixes, IPs and CIDR ranges: the only destinations of webhooks, notifications and Prometheus queries. Empty: any but link-local and cloud-metadata addresses, which are refused in any case.")
+	fs.BoolVar(&c.enableDataPlane, "enable-dataplane", true, "Run the cluster-scoped data-plane controller; turn it off in namespace-scoped installs, whose RBAC grants nothing cluster-wide.")
 	fs.StringVar(&c.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	fs.BoolVar(&c.leaderElect, "leader-elect", true, "Elect a leader so only one replica acts.")
 	fs.StringVar(&c.leaderElectionID, "leader-election-id", "sluice.sluice.dev", "Name of the leader-election Lease.")
@@ -73,16 +85,28 @@ func run(ctx context.Context, cfg config) error {
 		LeaderElectionNamespace: cfg.leaderElectionNS,
 		MaxConcurrentReconciles: cfg.maxConcurrent, MaxProgressing: cfg.maxProgressing,
 		MetricsServer: cfg.metricsServer, ScrapeInterval: cfg.scrapeInterval, QueryTimeout: cfg.queryTimeout,
-	}
-	for _, ns := range strings.Split(cfg.namespaces, ",") {
-		if ns = strings.TrimSpace(ns); ns != "" {
-			o.Namespaces = append(o.Namespaces, ns)
-		}
+		MetricsInsecure: !cfg.metricsSecure, MetricsCertDir: cfg.metricsCertDir,
+		ControllerNamespace: cfg.controllerNamespace, AllowCrossNamespaceRefs: cfg.allowCrossNamespace,
+		AllowedDestinations: splitList(cfg.allowedDestinations), DisableDataPlane: !cfg.enableDataPlane,
+		Namespaces: splitList(cfg.namespaces),
 	}
 	mgr, err := manager.New(ctx, restCfg, o)
 	if err != nil {
 		return err
 	}
-	ctrl.Log.Info("Starting manager", "leaderElection", cfg.leaderElect, "namespaces", o.Namespaces)
+	ctrl.Log.Info("Starting manager", "leaderElection", cfg.leaderElect, "namespaces", o.Namespaces,
+		"controllerNamespace", o.ControllerNamespace, "allowCrossNamespaceRefs", o.AllowCrossNamespaceRefs,
+		"allowedDestinations", o.AllowedDestinations, "dataPlane", cfg.enableDataPlane, "metricsSecure", cfg.metricsSecure)
 	return mgr.Start(ctx)
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

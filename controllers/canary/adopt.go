@@ -7,9 +7,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-
-	sluicev1 "sluice.dev/sluice/api/v1alpha1"
-	"sluice.dev/sluice/controllers/internal/reconcilekit"
 )
 
 // AnnotationOriginalService on an apex Service Sluice took over keeps what the user had written
@@ -63,11 +60,4 @@ func restoreOriginal(svc *corev1.Service, target *appsv1.Deployment) (bool, erro
 		svc.Annotations = nil
 	}
 	return true, nil
-}
-
-// announceTakeover records the event of taking over an existing apex Service.
-func announceTakeover(tick *reconcilekit.Tick, svc *corev1.Service, before map[string]string, primary map[string]string) {
-	tick.Normal(sluicev1.ReasonServiceAdopted,
-		fmt.Sprintf("Took over service %s now that the primary is ready: selector %v -> %v; its original spec is kept in annotation %s",
-			svc.Name, before, primary, AnnotationOriginalService))
 }

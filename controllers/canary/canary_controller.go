@@ -17,7 +17,9 @@ import (
 	"sluice.dev/sluice/analysis"
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/internal/reconcilekit"
+	"sluice.dev/sluice/egress"
 	"sluice.dev/sluice/providers"
+	"sluice.dev/sluice/tenancy"
 )
 
 // defaultScrapeInterval is Prometheus' default scrape interval.
@@ -44,6 +46,12 @@ type Options struct {
 	// ScrapeInterval is Prometheus' scrape interval; metric windows shorter than twice it are
 	// refused. Default 15s.
 	ScrapeInterval time.Duration
+	// Refs decides which namespaces templateRefs and providerRefs may name (zero value: the
+	// Canary's own only); a refused reference stalls the Canary before anything is read or sent.
+	Refs tenancy.RefPolicy
+	// Egress refuses webhook URLs and metricsServer addresses up front (nil: only link-local and
+	// cloud-metadata addresses); the clients of webhooks, notify and analysis enforce it too.
+	Egress *egress.Policy
 }
 
 // Reconciler drives Canaries through their lifecycle. Every read goes through the manager's cache;
@@ -79,12 +87,14 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=sluice.dev,resources=canaries/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=sluice.dev,resources=canaries/finalizers,verbs=update
 // +kubebuilder:rbac:groups=sluice.dev,resources=metrictemplates;alertproviders,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// Least privilege: Sluice writes with create, patch (merge and server-side apply) and delete, never
+// update; Secrets and ConfigMaps are listed and watched as metadata only (the verbs cannot say so).
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=networking.istio.io,resources=virtualservices;destinationrules,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=networking.istio.io,resources=virtualservices;destinationrules,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
 // Reconcile runs one tick for a Canary: fetch, one deferred status patch (then the outbox),

@@ -59,7 +59,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, tick *reconcilekit.Tic
 			return ctrl.Result{RequeueAfter: plan.PollInterval}, err
 		}
 	}
-	if err := r.removePrimaryObjects(ctx, canary); err != nil {
+	if err := r.removePrimaryObjects(ctx, tick, canary); err != nil {
 		return ctrl.Result{}, err
 	}
 	canary.Status.Phase = sluicev1.CanaryPhaseTerminated
@@ -88,7 +88,7 @@ func (r *Reconciler) restoreTarget(ctx context.Context, canary *sluicev1.Canary,
 	}
 	apex := &corev1.Service{}
 	names := providers.NamesFor(canary)
-	if err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: names.Apex}, apex); err == nil {
+	if err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: names.Apex}, apex); err == nil && ownedBy(apex, canary) {
 		patch := client.MergeFrom(apex.DeepCopy())
 		if _, err := restoreOriginal(apex, target); err != nil {
 			return false, err
@@ -119,8 +119,9 @@ func withoutOwner(refs []metav1.OwnerReference, uid types.UID) []metav1.OwnerRef
 }
 
 // removePrimaryObjects deletes the primary Deployment, the -primary and -canary Services and the
-// -primary config copies this Canary owns.
-func (r *Reconciler) removePrimaryObjects(ctx context.Context, canary *sluicev1.Canary) error {
+// -primary config copies this Canary owns; objects of those names without Sluice's ownership
+// label are left alone.
+func (r *Reconciler) removePrimaryObjects(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary) error {
 	names := providers.NamesFor(canary)
 	objs := []client.Object{
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: primaryName(canary.Spec.TargetRef.Name), Namespace: canary.Namespace}},
@@ -143,8 +144,13 @@ func (r *Reconciler) removePrimaryObjects(ctx context.Context, canary *sluicev1.
 		}
 	}
 	for _, o := range objs {
-		if err := r.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting %s: %w", o.GetName(), err)
+		left, err := r.deleteOwned(ctx, canary, o)
+		if err != nil {
+			return err
+		}
+		if left {
+			tick.Warning(sluicev1.ReasonNotOwned, fmt.Sprintf(
+				"Left %s alone: Sluice did not create it for canary %s (no label %s=%s)", o.GetName(), canary.Name, LabelCanary, canary.Name))
 		}
 	}
 	return nil
@@ -170,7 +176,13 @@ func (r *Reconciler) orphanObjects(ctx context.Context, canary *sluicev1.Canary)
 	lists := []client.ObjectList{&appsv1.DeploymentList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}, &corev1.SecretList{},
 		&gwv1.HTTPRouteList{}, &istionetv1.VirtualServiceList{}, &istionetv1.DestinationRuleList{}}
 	for _, list := range lists {
-		if err := r.List(ctx, list, client.InNamespace(canary.Namespace)); err != nil {
+		opts := []client.ListOption{client.InNamespace(canary.Namespace)}
+		switch list.(type) {
+		case *corev1.ConfigMapList, *corev1.SecretList:
+			// Listed from the apiserver (their contents are not cached): only Sluice's copies.
+			opts = append(opts, client.MatchingLabels{LabelCanary: canary.Name})
+		}
+		if err := r.List(ctx, list, opts...); err != nil {
 			if meta.IsNoMatchError(err) {
 				continue // route kind not installed
 			}

@@ -16,6 +16,7 @@ import (
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary/plan"
 	"sluice.dev/sluice/controllers/internal/reconcilekit"
+	"sluice.dev/sluice/providers"
 )
 
 // workloadOf summarises a Deployment for the plan.
@@ -69,16 +70,20 @@ func (r *Reconciler) trackedConfigs(ctx context.Context, ns string, refs []confi
 // ports and the sluice label are managed; nothing is written when they match. The apex Service
 // moves to the primary only once the primary is ready (primaryReady), so adopting a Service that
 // already serves never leaves it without ready endpoints; taking over an existing one is
-// announced in an event and its original spec kept for revertOnDeletion.
+// announced in an event (claimService) and its original spec kept for revertOnDeletion.
 func (r *Reconciler) ensureServices(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, target *appsv1.Deployment, primaryReady bool) error {
 	desired, err := desiredServices(canary, target)
 	if err != nil {
 		return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 	}
-	for i, want := range desired {
-		apex := i == 0
+	apexName := providers.NamesFor(canary).Apex
+	for _, want := range desired {
+		apex := want.Name == apexName
 		have := &corev1.Service{}
 		err := r.Get(ctx, client.ObjectKeyFromObject(want), have)
+		if err == nil && !ownedBy(have, canary) && !apex {
+			return claimService(tick, canary, have, false) // never a Service Sluice did not create
+		}
 		if err == nil && serviceMatches(have, want) {
 			continue // the common, idle case: no conversion, no request
 		}
@@ -88,14 +93,13 @@ func (r *Reconciler) ensureServices(ctx context.Context, tick *reconcilekit.Tick
 		if apex && !primaryReady {
 			continue // the apex moves to the primary only once the primary serves
 		}
-		takeover := apex && err == nil && have.Labels[LabelCanary] != canary.Name
-		before := have.Spec.Selector
-		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: want.Namespace}}
-		defer func() {
-			if takeover && err == nil {
-				announceTakeover(tick, svc, before, want.Spec.Selector)
+		takeover := apex && err == nil && !ownedBy(have, canary)
+		if takeover {
+			if err := claimService(tick, canary, have, true); err != nil {
+				return err
 			}
-		}()
+		}
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: want.Namespace}}
 		_, err = controllerutil.CreateOrPatch(ctx, r.Client, svc, func() error {
 			if takeover {
 				if err := rememberOriginal(svc); err != nil {
@@ -156,6 +160,9 @@ func (r *Reconciler) ensurePrimary(ctx context.Context, tick *reconcilekit.Tick,
 	primary = &appsv1.Deployment{}
 	err = r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: primaryName(target.Name)}, primary)
 	if err == nil {
+		if !ownedBy(primary, canary) {
+			return nil, false, notOwned(canary, "Deployment", primary.Name)
+		}
 		return primary, false, nil
 	}
 	if !apierrors.IsNotFound(err) {
@@ -206,6 +213,9 @@ func (r *Reconciler) copyConfigs(ctx context.Context, canary *sluicev1.Canary, r
 		dst.SetName(primaryName(ref.Name))
 		dst.SetNamespace(canary.Namespace)
 		_, err := controllerutil.CreateOrPatch(ctx, r.Client, dst, func() error {
+			if dst.GetUID() != "" && !ownedBy(dst, canary) {
+				return notOwned(canary, configKind(ref.Kind), dst.GetName())
+			}
 			switch d := dst.(type) {
 			case *corev1.ConfigMap:
 				s := src.(*corev1.ConfigMap)

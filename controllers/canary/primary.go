@@ -17,8 +17,8 @@ import (
 const (
 	// AnnotationRevision on the primary Deployment names the revision it runs.
 	AnnotationRevision = "sluice.dev/revision"
-	// LabelCanary on every generated object names the owning Canary.
-	LabelCanary = "sluice.dev/canary"
+	// LabelCanary on every generated object names the owning Canary (Sluice's ownership label).
+	LabelCanary = sluicev1.LabelCanary
 	// primarySuffix is appended to the primary Deployment, its selector label values and configs.
 	primarySuffix = "-primary"
 )

@@ -42,6 +42,9 @@ func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *
 	if !ok {
 		return ctrl.Result{}, nil, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "provider %q is not enabled in this controller", providerOf(canary))
 	}
+	if err := r.checkAccess(canary); err != nil {
+		return ctrl.Result{}, nil, err
+	}
 	if err := r.targetConflict(ctx, canary); err != nil {
 		return ctrl.Result{}, nil, err
 	}

@@ -28,7 +28,8 @@ const (
 )
 
 // SetupWithManager registers the controller: it reconciles Canaries, the Deployments, Services and
-// routes they own, target Deployments (by index) and tracked ConfigMaps and Secrets (by index).
+// routes they own, target Deployments (by index) and tracked ConfigMaps and Secrets (by index,
+// metadata only).
 // Route kinds whose CRDs are not installed are not watched. maxConcurrent bounds the workers.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, maxConcurrent int) error {
 	idx := mgr.GetFieldIndexer()
@@ -63,12 +64,14 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, max
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexTarget, func(o client.Object) string {
 			return o.GetName()
 		}))).
+		// Metadata only: a resourceVersion change is all a tracked config needs to start a run, and
+		// no Secret or ConfigMap contents are cached (see controllers/manager and configread).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexConfigs, func(o client.Object) string {
 			return kindConfigMap + "/" + o.GetName()
-		}))).
+		})), builder.OnlyMetadata).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexConfigs, func(o client.Object) string {
 			return kindSecret + "/" + o.GetName()
-		}))).
+		})), builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent})
 	mapper := mgr.GetRESTMapper()
 	// Generated routes are owned; a user's route named by routeRef is watched through the index, so

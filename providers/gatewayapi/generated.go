@@ -110,6 +110,7 @@ func (r *Router) applyGenerated(ctx context.Context, canary *sluicev1.Canary, ex
 	}
 	key := generatedKey(canary)
 	route := gwapplyv1.HTTPRoute(key.Name, key.Namespace).
+		WithLabels(map[string]string{sluicev1.LabelCanary: canary.Name}).
 		WithOwnerReferences(metav1ac.OwnerReference().
 			WithAPIVersion(sluicev1.GroupVersion.String()).
 			WithKind("Canary").

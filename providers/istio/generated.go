@@ -156,6 +156,7 @@ func (r *Router) ensureVirtualService(ctx context.Context, canary *sluicev1.Cana
 		return nil
 	}
 	ac := istioapplyv1.VirtualService(providers.NamesFor(canary).Apex, canary.Namespace).
+		WithLabels(map[string]string{sluicev1.LabelCanary: canary.Name}).
 		WithOwnerReferences(ownerRef(canary))
 	if existing != nil {
 		ac.WithResourceVersion(existing.ResourceVersion)
@@ -175,7 +176,8 @@ func (r *Router) ensureDestinationRule(ctx context.Context, canary *sluicev1.Can
 	if ok && proto.Equal(&existing.Spec, spec) {
 		return nil
 	}
-	ac := istioapplyv1.DestinationRule(host, canary.Namespace).WithOwnerReferences(ownerRef(canary))
+	ac := istioapplyv1.DestinationRule(host, canary.Namespace).
+		WithLabels(map[string]string{sluicev1.LabelCanary: canary.Name}).WithOwnerReferences(ownerRef(canary))
 	if ok {
 		ac.WithResourceVersion(existing.ResourceVersion)
 	}

@@ -51,3 +51,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
 {{- end }}
+
+{{/* Whether the cluster-scoped data-plane controller runs: dataPlane.enabled, else on only for a
+cluster-wide install (no watchNamespaces). */}}
+{{- define "sluice.dataPlaneEnabled" -}}
+{{- if kindIs "bool" .Values.dataPlane.enabled }}{{ .Values.dataPlane.enabled }}{{ else }}{{ empty .Values.watchNamespaces }}{{ end }}
+{{- end }}

@@ -1,0 +1,22 @@
+package v1alpha1
+
+// LabelCanary is Sluice's ownership label: every object Sluice creates for a Canary (the primary
+// Deployment, the -primary and -canary Services, the -primary ConfigMap and Secret copies, the
+// generated routes) carries it with the Canary's name as value. Sluice never adopts, overwrites
+// or deletes an object of those names without it.
+const LabelCanary = "sluice.dev/canary"
+
+// Condition reasons of tenancy and security refusals.
+const (
+	// ReasonCrossNamespaceRef: a templateRef or providerRef names a namespace the controller's
+	// policy does not allow (see --allow-cross-namespace-refs); nothing was read or sent.
+	ReasonCrossNamespaceRef = "CrossNamespaceRefRefused"
+	// ReasonDestinationRefused: a webhook URL or metrics server address is a link-local or
+	// cloud-metadata address, or not on the controller's allowed destinations; nothing was sent.
+	ReasonDestinationRefused = "DestinationRefused"
+	// ReasonNotOwned: an object Sluice would create or change exists without Sluice's ownership
+	// label; Sluice leaves it alone.
+	ReasonNotOwned = "NotOwned"
+	// ReasonServiceAdopted: Sluice took over an existing Service as the apex Service.
+	ReasonServiceAdopted = "ServiceAdopted"
+)

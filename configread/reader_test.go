@@ -1,0 +1,64 @@
+package configread
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+// TestGetReadsOnlyWhenChanged: the contents are read once per resourceVersion; a change is read
+// again; a deleted object is NotFound and forgotten; a copy unused for TTL is dropped.
+func TestGetReadsOnlyWhenChanged(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns"}, Data: map[string][]byte{"k": []byte("v1")}}
+	api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(s).Build()
+	now := time.Unix(0, 0)
+	c := New(api, api, Options{TTL: time.Minute, Now: func() time.Time { return now }})
+	ctx := context.Background()
+	key := client.ObjectKey{Namespace: "ns", Name: "s"}
+	read := func() string {
+		got := &corev1.Secret{}
+		if err := c.Get(ctx, key, got); err != nil {
+			t.Fatal(err)
+		}
+		return string(got.Data["k"])
+	}
+	for range 3 {
+		if v := read(); v != "v1" {
+			t.Fatalf("read %q", v)
+		}
+	}
+	if kept, reads := c.Stats(); kept != 1 || reads != 1 {
+		t.Fatalf("kept %d, reads %d after three Gets of one version; want 1, 1", kept, reads)
+	}
+	s.Data["k"] = []byte("v2")
+	if err := api.Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if v := read(); v != "v2" {
+		t.Fatalf("after an update read %q, want v2", v)
+	}
+	if _, reads := c.Stats(); reads != 2 {
+		t.Fatalf("reads %d after the update, want 2", reads)
+	}
+	now = now.Add(2 * time.Minute)
+	c.store(entryKey{kind: "ConfigMap", key: key}, &corev1.ConfigMap{}) // any store evicts
+	if kept, _ := c.Stats(); kept != 1 {
+		t.Fatalf("kept %d after TTL, want only the new entry", kept)
+	}
+	if err := api.Delete(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, key, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("Get of a deleted Secret = %v, want NotFound", err)
+	}
+}
