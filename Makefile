@@ -43,7 +43,7 @@ manifests: ## Generate CRD YAML and RBAC, and copy them into the Helm chart.
 	# Namespace-scoped installs: the canary controller's rules alone, and the data-plane controller's
 	# (cluster-wide, only when it is enabled there).
 	$(CONTROLLER_GEN) rbac:roleName=sluice-canary paths=./controllers/canary/... output:rbac:artifacts:config=config/rbac/canary
-	$(CONTROLLER_GEN) rbac:roleName=sluice-dataplane paths=./controllers/proxyupgrade/... output:rbac:artifacts:config=config/rbac/dataplane
+	$(CONTROLLER_GEN) rbac:roleName=sluice-dataplane paths=./controllers/dataplane/... output:rbac:artifacts:config=config/rbac/dataplane
 	hack/chart-crds.sh
 
 .PHONY: verify

@@ -125,7 +125,7 @@ func (e *Engine) Ready(ctx context.Context, canary *sluicev1.Canary) error {
 		s := servers[k]
 		if _, err := e.query(ctx, s, "vector(1)", time.Time{}); err != nil {
 			if !errors.Is(err, ErrUnreachable) && !errors.Is(err, egress.ErrRefused) {
-				err = fmt.Errorf("%w: %s: %w", ErrUnreachable, s.address, err)
+				err = fmt.Errorf("%w: %s: %w", ErrUnreachable, redacted(s.address), err)
 			}
 			errs = append(errs, err)
 		}

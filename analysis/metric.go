@@ -23,8 +23,9 @@ type plan struct {
 
 // serverFor returns the server metric m queries and, for template metrics, the MetricTemplate:
 // the template's provider address, else spec.metricsServer, else Options.DefaultAddress, with the
-// template's credentials and TLS setting. A template's credentials go only to its own address.
-// errors: ErrNoMetricsServer, ErrTemplate, API errors.
+// template's credentials and TLS setting. A template's credentials go only to its own address;
+// built-in metrics and inline queries use the latter two. errors: ErrNoMetricsServer,
+// ErrTemplate, API errors.
 func (e *Engine) serverFor(ctx context.Context, c *sluicev1.Canary, m *sluicev1.CanaryMetric) (server, *sluicev1.MetricTemplate, error) {
 	var tpl *sluicev1.MetricTemplate
 	if m.TemplateRef != nil {
@@ -49,8 +50,12 @@ func (e *Engine) planFor(ctx context.Context, c *sluicev1.Canary, m *sluicev1.Ca
 	if p.srv, tpl, err = e.serverFor(ctx, c, m); err != nil {
 		return plan{}, err
 	}
-	if tpl != nil {
+	switch {
+	case tpl != nil:
 		return p, p.renderTemplate(c, m, tpl)
+	case m.Query != "":
+		p.query = m.Query // Flagger's inline query: run as written
+		return p, nil
 	}
 	return p, p.renderBuiltin(c, m)
 }

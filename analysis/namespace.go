@@ -15,7 +15,7 @@ import (
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 )
 
-// NamespaceAnalysis is the analysis of a whole namespace, as a proxy upgrade runs it for every
+// NamespaceAnalysis is the analysis of a whole namespace, as a DataPlane runs it for every
 // namespace of a baking wave. Built-in metrics read the namespace's inbound traffic:
 //
 //   - linkerd: response_total and response_latency_ms_bucket with direction="inbound" and
@@ -27,7 +27,7 @@ import (
 // {{ .variables.KEY }}; {{ .target }} and {{ .service }} are empty. compareToPrimary does not apply
 // (a namespace has no primary).
 type NamespaceAnalysis struct {
-	// Name of the object the analysis runs for (a ProxyUpgrade), {{ .name }} in templates.
+	// Name of the object the analysis runs for (a DataPlane), {{ .name }} in templates.
 	Name string
 	// Namespace analysed.
 	Namespace string
@@ -87,14 +87,17 @@ func ValidateNamespaceAnalysis(a NamespaceAnalysis, scrapeInterval time.Duration
 			add("metric name %q is used twice", m.Name)
 		}
 		seen[m.Name] = true
-		if m.TemplateRef == nil {
+		switch {
+		case m.Query != "":
+			add("metric %q: an inline query is the same for every namespace; use a MetricTemplate (rendered per namespace)", m.Name)
+		case m.TemplateRef == nil:
 			if !isBuiltin(m.Name) {
 				add("metric %q: not a built-in (%s, %s) and no templateRef", m.Name,
 					sluicev1.MetricRequestSuccessRate, sluicev1.MetricRequestDuration)
 			} else if _, ok := namespaceSelectors[a.Mesh]; !ok {
 				add("metric %q: mesh %q has no per-namespace built-in metrics", m.Name, a.Mesh)
 			}
-		} else {
+		default:
 			if m.TemplateRef.Name == "" {
 				add("metric %q: templateRef has no name", m.Name)
 			}

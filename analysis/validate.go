@@ -41,9 +41,15 @@ func ValidateSpec(c *sluicev1.Canary) error {
 			add("metric name %q is used twice", m.Name)
 		}
 		seen[m.Name] = true
-		if m.TemplateRef == nil && !isBuiltin(m.Name) {
-			add("metric %q: not a built-in (%s, %s) and no templateRef", m.Name,
+		if m.TemplateRef == nil && m.Query == "" && !isBuiltin(m.Name) {
+			add("metric %q: not a built-in (%s, %s), and neither templateRef nor query is set", m.Name,
 				sluicev1.MetricRequestSuccessRate, sluicev1.MetricRequestDuration)
+		}
+		if m.TemplateRef != nil && m.Query != "" {
+			add("metric %q: set templateRef or query, not both", m.Name)
+		}
+		if m.Query != "" && (m.CompareToPrimary != nil || m.MinRequestCount != nil) {
+			add("metric %q: query is run as written: compareToPrimary and minRequestCount need a built-in metric or a MetricTemplate", m.Name)
 		}
 		if m.TemplateRef != nil && m.TemplateRef.Name == "" {
 			add("metric %q: templateRef has no name", m.Name)

@@ -1,4 +1,4 @@
-// Package mesh knows what a proxy upgrade needs to know about the meshes' data planes, as pure
+// Package mesh knows what a DataPlane needs to know about the meshes' data planes, as pure
 // functions over Kubernetes objects:
 //
 //   - proxy detection (proxy.go): a pod is meshed when it really runs the proxy container
@@ -13,7 +13,13 @@
 //     istio.io/rev / istio-injection namespace labels;
 //   - restart strategies per kind (workload.go, restart.go): a pod-template annotation for rolling
 //     Deployments, DaemonSets and StatefulSets (what `kubectl rollout restart` does), evictions
-//     one pod at a time through the Eviction API for OnDelete StatefulSets and DaemonSets.
+//     one pod at a time through the Eviction API for OnDelete StatefulSets and DaemonSets, and an
+//     Argo Rollouts Rollout's own spec.restartAt;
+//   - scope (namespace.go): the namespaces a DataPlane never touches (kube-system, kube-public,
+//     kube-node-lease, the control-plane namespace), which pods should run the proxy, Istio
+//     revision tags;
+//   - the control plane (controlplane.go): whether Linkerd's control-plane Deployments (and its
+//     proxy injector) or a revision's istiod run the declared version and are available.
 //
 // Linkerd's and Istio's names are Linkerd's and Istio's documented annotation and label names,
 // as constants (github.com/linkerd/linkerd2 is not importable here).

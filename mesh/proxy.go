@@ -49,7 +49,7 @@ type Proxy struct {
 	Container string
 	// Image is the proxy container's image reference.
 	Image string
-	// Version is what a proxy upgrade compares: the Linkerd proxy version, or the Istio revision.
+	// Version is what a DataPlane compares: the Linkerd proxy version, or the Istio revision.
 	// Empty when unknown.
 	Version string
 }

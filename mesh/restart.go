@@ -10,6 +10,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -23,6 +24,10 @@ const RestartedAtAnnotation = "sluice.dev/restartedAt"
 func RestartToken(obj client.Object) string {
 	if t := PodTemplate(obj); t != nil {
 		return t.Annotations[RestartedAtAnnotation]
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok && u.GroupVersionKind() == RolloutGVK {
+		v, _, _ := unstructured.NestedString(u.Object, "spec", "restartAt")
+		return v
 	}
 	return ""
 }

@@ -2,6 +2,6 @@ package v1alpha1
 
 // Kind names of the root types, as they appear in TypeMeta and in notifications.
 const (
-	KindCanary       = "Canary"
-	KindProxyUpgrade = "ProxyUpgrade"
+	KindCanary    = "Canary"
+	KindDataPlane = "DataPlane"
 )

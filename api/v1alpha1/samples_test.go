@@ -42,7 +42,7 @@ func TestSamplesAccepted(t *testing.T) {
 			if len(u.Object) == 0 {
 				continue
 			}
-			if u.GetKind() != "ProxyUpgrade" { // cluster-scoped
+			if u.GetKind() != "DataPlane" { // cluster-scoped
 				u.SetNamespace(ns)
 			}
 			if err := env.Client.Create(context.Background(), u); err != nil {
@@ -51,7 +51,7 @@ func TestSamplesAccepted(t *testing.T) {
 			kinds[u.GetKind()] = true
 		}
 	}
-	for _, k := range []string{"Canary", "MetricTemplate", "AlertProvider", "ProxyUpgrade"} {
+	for _, k := range []string{"Canary", "MetricTemplate", "AlertProvider", "DataPlane"} {
 		if !kinds[k] {
 			t.Errorf("config/samples has no %s", k)
 		}

@@ -18,15 +18,15 @@ func (c *Canary) SetObservedGeneration(generation int64) { c.Status.ObservedGene
 func (c *Canary) GetStatus() any { return &c.Status }
 
 // GetConditions returns status.conditions.
-func (p *ProxyUpgrade) GetConditions() []metav1.Condition { return p.Status.Conditions }
+func (d *DataPlane) GetConditions() []metav1.Condition { return d.Status.Conditions }
 
 // SetConditions replaces status.conditions.
-func (p *ProxyUpgrade) SetConditions(conditions []metav1.Condition) { p.Status.Conditions = conditions }
+func (d *DataPlane) SetConditions(conditions []metav1.Condition) { d.Status.Conditions = conditions }
 
 // SetObservedGeneration sets status.observedGeneration.
-func (p *ProxyUpgrade) SetObservedGeneration(generation int64) {
-	p.Status.ObservedGeneration = generation
+func (d *DataPlane) SetObservedGeneration(generation int64) {
+	d.Status.ObservedGeneration = generation
 }
 
 // GetStatus returns a pointer to the status.
-func (p *ProxyUpgrade) GetStatus() any { return &p.Status }
+func (d *DataPlane) GetStatus() any { return &d.Status }

@@ -58,8 +58,8 @@ func TestDefaultsRenderTheExpectedObjects(t *testing.T) {
 	want := []string{
 		"CustomResourceDefinition/alertproviders.sluice.dev",
 		"CustomResourceDefinition/canaries.sluice.dev",
+		"CustomResourceDefinition/dataplanes.sluice.dev",
 		"CustomResourceDefinition/metrictemplates.sluice.dev",
-		"CustomResourceDefinition/proxyupgrades.sluice.dev",
 		"ServiceAccount/sluice",
 		"ClusterRole/sluice-edit",
 		"ClusterRole/sluice-manager",
@@ -231,7 +231,7 @@ func TestCRDsSwitchAndKeepPolicy(t *testing.T) {
 	for _, keep := range []bool{true, false} {
 		crds := render(t, map[string]any{"crds": map[string]any{"keep": keep}}).OfKind("CustomResourceDefinition")
 		if len(crds) != 4 {
-			t.Fatalf("crds.keep=%v: %d CRDs, want 4 (Canary, MetricTemplate, AlertProvider, ProxyUpgrade)", keep, len(crds))
+			t.Fatalf("crds.keep=%v: %d CRDs, want 4 (Canary, MetricTemplate, AlertProvider, DataPlane)", keep, len(crds))
 		}
 		for _, crd := range crds {
 			policy, has := crd.GetAnnotations()["helm.sh/resource-policy"]
@@ -353,14 +353,19 @@ func TestDashboardCoversTheControllerMetrics(t *testing.T) {
 		t.Error("the dashboard has no uid")
 	}
 	var exprs []string
-	phaseText := map[string]string{}
+	phaseText := map[string]string{}          // the Canary phase panel's mapping
+	dataPlanePhaseText := map[string]string{} // the DataPlane panel's mapping
 	for _, p := range dash.Panels {
 		for _, tg := range p.Targets {
 			exprs = append(exprs, tg.Expr)
 		}
+		into := phaseText
+		if strings.HasPrefix(p.Title, "Data plane") {
+			into = dataPlanePhaseText
+		}
 		for _, m := range p.FieldConfig.Defaults.Mappings {
 			for v, o := range m.Options {
-				phaseText[v] = o.Text
+				into[v] = o.Text
 			}
 		}
 	}
@@ -369,6 +374,8 @@ func TestDashboardCoversTheControllerMetrics(t *testing.T) {
 		"sluice_canary_phase", "sluice_canary_weight", "sluice_canary_failed_checks",
 		"sluice_canary_metric_value", "sluice_canary_rollout_duration_seconds_bucket",
 		"sluice_canary_promotions_total", "sluice_canary_rollbacks_total",
+		"sluice_dataplane_phase", "sluice_dataplane_wave", "sluice_dataplane_desired_proxies", "sluice_dataplane_current_proxies",
+		"sluice_dataplane_unmanaged_pods", "sluice_dataplane_drifted_pods", "sluice_dataplane_control_plane_ready",
 	} {
 		if !strings.Contains(all, metric+"{") {
 			t.Errorf("no panel queries %s", metric)
@@ -378,6 +385,12 @@ func TestDashboardCoversTheControllerMetrics(t *testing.T) {
 	for i, p := range sluicev1.CanaryPhases {
 		if got := phaseText[strconv.Itoa(i)]; got != string(p) {
 			t.Errorf("phase value %d maps to %q, want %q", i, got, p)
+		}
+	}
+	// And the DataPlane panel's, of sluice_dataplane_phase.
+	for i, p := range sluicev1.DataPlanePhases {
+		if got := dataPlanePhaseText[strconv.Itoa(i)]; got != string(p) {
+			t.Errorf("data plane phase value %d maps to %q, want %q", i, got, p)
 		}
 	}
 }

@@ -88,7 +88,9 @@ func (r *Reconciler) restoreTarget(ctx context.Context, canary *sluicev1.Canary,
 	}
 	apex := &corev1.Service{}
 	names := providers.NamesFor(canary)
-	if err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: names.Apex}, apex); err == nil && ownedBy(apex, canary) {
+	// An apex Service Sluice never took over (the Canary stalled before) is left as it is.
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: names.Apex}, apex); {
+	case err == nil && ownedBy(apex, canary):
 		patch := client.MergeFrom(apex.DeepCopy())
 		if _, err := restoreOriginal(apex, target); err != nil {
 			return false, err
@@ -97,7 +99,7 @@ func (r *Reconciler) restoreTarget(ctx context.Context, canary *sluicev1.Canary,
 		if err := r.Patch(ctx, apex, patch); err != nil {
 			return false, fmt.Errorf("pointing service %s back at %s: %w", names.Apex, target.Name, err)
 		}
-	} else if !apierrors.IsNotFound(err) {
+	case client.IgnoreNotFound(err) != nil:
 		return false, fmt.Errorf("reading apex service: %w", err)
 	}
 	if router, ok := r.Routers[providerOf(canary)]; ok {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -84,11 +85,23 @@ func (r *Reconciler) ensureServices(ctx context.Context, tick *reconcilekit.Tick
 		if err == nil && !ownedBy(have, canary) && !apex {
 			return claimService(tick, canary, have, false) // never a Service Sluice did not create
 		}
-		if err == nil && serviceMatches(have, want) {
-			continue // the common, idle case: no conversion, no request
-		}
 		if client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("reading service %s: %w", want.Name, err)
+		}
+		if apex {
+			existing := have
+			if err != nil {
+				existing = nil
+			}
+			want.Spec.Selector = apexSelector(canary, existing, desired[1].Spec.Selector, desired[2].Spec.Selector)
+		}
+		if err == nil {
+			if err := headlessMismatch(have, want); err != nil {
+				return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
+			}
+		}
+		if err == nil && serviceMatches(have, want) {
+			continue // the common, idle case: no conversion, no request
 		}
 		if apex && !primaryReady {
 			continue // the apex moves to the primary only once the primary serves
@@ -110,12 +123,19 @@ func (r *Reconciler) ensureServices(ctx context.Context, tick *reconcilekit.Tick
 				svc.Labels = map[string]string{}
 			}
 			maps.Copy(svc.Labels, want.Labels)
+			if len(want.Annotations) > 0 {
+				if svc.Annotations == nil {
+					svc.Annotations = map[string]string{}
+				}
+				maps.Copy(svc.Annotations, want.Annotations)
+			}
 			svc.Spec.Selector = want.Spec.Selector
 			if !portsMatch(svc.Spec.Ports, want.Spec.Ports) {
 				svc.Spec.Ports = want.Spec.Ports
 			}
 			if svc.CreationTimestamp.IsZero() {
 				svc.Spec.Type = want.Spec.Type
+				svc.Spec.ClusterIP = want.Spec.ClusterIP
 				return controllerutil.SetControllerReference(canary, svc, r.Scheme)
 			}
 			return nil
@@ -127,10 +147,16 @@ func (r *Reconciler) ensureServices(ctx context.Context, tick *reconcilekit.Tick
 	return nil
 }
 
-// serviceMatches reports whether have already carries want's selector, ports and labels.
+// serviceMatches reports whether have already carries want's selector, ports, labels and
+// annotations.
 func serviceMatches(have, want *corev1.Service) bool {
 	for k, v := range want.Labels {
 		if have.Labels[k] != v {
+			return false
+		}
+	}
+	for k, v := range want.Annotations {
+		if have.Annotations[k] != v {
 			return false
 		}
 	}
@@ -250,6 +276,10 @@ func (r *Reconciler) promotePrimary(ctx context.Context, canary *sluicev1.Canary
 		return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 	}
 	patch := client.MergeFrom(primary.DeepCopy())
+	if canary.Spec.AutoscalerRef == nil && target.Spec.Replicas != nil && *target.Spec.Replicas > 0 {
+		// Without an autoscaler the primary follows the target's replicas (the release's count).
+		primary.Spec.Replicas = ptr.To(max(*target.Spec.Replicas, ptr.Deref(primary.Spec.Replicas, 0)))
+	}
 	if primary.Annotations == nil {
 		primary.Annotations = map[string]string{}
 	}

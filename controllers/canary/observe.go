@@ -17,6 +17,7 @@ import (
 	"sluice.dev/sluice/providers"
 	"sluice.dev/sluice/providers/gatewayapi"
 	"sluice.dev/sluice/providers/istio"
+	"sluice.dev/sluice/providers/kubernetes"
 )
 
 // observation is what one tick saw: the objects it acts on and the planner's input.
@@ -75,8 +76,18 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 			tracked, revision = t, revisionOf(&target.Spec.Template, t)
 		}
 	}
+	if target != nil {
+		// Before any write for a Canary without a primary yet: a name Sluice would create that
+		// it did not create stalls here, so the apex Service is never taken over for nothing.
+		if err := r.checkNameClashes(ctx, canary, target, obs.refs); err != nil {
+			return nil, err
+		}
+	}
 	primary, created, err := r.primary(ctx, tick, canary, target, obs.refs, revision)
 	if err != nil {
+		return nil, err
+	}
+	if err := soft(r.ensureAutoscalers(ctx, canary, primary)); err != nil {
 		return nil, err
 	}
 	primaryReady := workloadOf(primary, "").IsReady(plan.PrimaryReadyThreshold(canary.Spec))
@@ -120,6 +131,7 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 		if on, err := router.GetABRoutes(ctx, canary); err == nil {
 			o.RouteABOn, o.RouteABKnown = on, true
 		}
+		observeExtras(ctx, router, canary, &o)
 	} else if s.Phase != "" && s.Phase != sluicev1.CanaryPhaseInitializing {
 		log.FromContext(ctx).Info("Reading route weights failed", "error", err.Error())
 	}
@@ -139,7 +151,7 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 func permanentRouteError(err error) bool {
 	return errors.Is(err, providers.ErrRouteNotFound) || errors.Is(err, gatewayapi.ErrRouteConflict) ||
 		errors.Is(err, istio.ErrNotControlled) || errors.Is(err, gatewayapi.ErrInvalidSpec) ||
-		errors.Is(err, gatewayapi.ErrNoApexBackend)
+		errors.Is(err, gatewayapi.ErrNoApexBackend) || errors.Is(err, kubernetes.ErrInvalidSpec)
 }
 
 // primary returns the primary Deployment: ensured from the target, or read as it is when the

@@ -101,6 +101,10 @@ func (r *Reconciler) targetConflict(ctx context.Context, canary *sluicev1.Canary
 
 // target reads the Canary's target Deployment. errors: stalled when missing.
 func (r *Reconciler) target(ctx context.Context, canary *sluicev1.Canary) (*appsv1.Deployment, error) {
+	if kind := canary.Spec.TargetRef.Kind; kind != "" && kind != "Deployment" {
+		return nil, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec,
+			"spec.targetRef.kind %s: this controller delivers Deployments only; DaemonSet targets are accepted by the API but not implemented yet", kind)
+	}
 	target := &appsv1.Deployment{}
 	key := client.ObjectKey{Namespace: canary.Namespace, Name: canary.Spec.TargetRef.Name}
 	if err := r.Get(ctx, key, target); err != nil {

@@ -12,19 +12,21 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"sluice.dev/sluice/analysis"
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/configread"
 	"sluice.dev/sluice/controllers/canary"
+	"sluice.dev/sluice/controllers/dataplane"
 	"sluice.dev/sluice/controllers/metrictemplate"
-	"sluice.dev/sluice/controllers/proxyupgrade"
 	"sluice.dev/sluice/controllers/scheme"
 	"sluice.dev/sluice/egress"
 	"sluice.dev/sluice/notify"
 	"sluice.dev/sluice/providers"
 	"sluice.dev/sluice/providers/gatewayapi"
 	"sluice.dev/sluice/providers/istio"
+	"sluice.dev/sluice/providers/kubernetes"
 	"sluice.dev/sluice/tenancy"
 	"sluice.dev/sluice/webhooks"
 )
@@ -121,6 +123,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		Routers: map[sluicev1.Provider]providers.Router{
 			sluicev1.ProviderGatewayAPI: gatewayapi.New(c),
 			sluicev1.ProviderIstio:      istio.New(c),
+			sluicev1.ProviderKubernetes: kubernetes.New(c),
 		},
 		Options: canary.Options{MaxProgressing: o.MaxProgressing, ScrapeInterval: o.ScrapeInterval,
 			Refs: refs, Egress: policy},
@@ -132,23 +135,34 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if err := r.SetupWithManager(ctx, mgr, workers); err != nil {
 		return nil, fmt.Errorf("setting up the canary controller: %w", err)
 	}
-	if !o.DisableDataPlane {
-		pu := &proxyupgrade.Reconciler{
+	switch {
+	case o.DisableDataPlane:
+	case len(o.Namespaces) > 0:
+		// A data plane spans the cluster: with a cache limited to some namespaces the controller
+		// could not see the others, and would report a data plane up to date that is not.
+		log.FromContext(ctx).Info("The dataplane controller is off: the manager watches only some namespaces (--namespaces)",
+			"namespaces", o.Namespaces)
+	default:
+		dp := &dataplane.Reconciler{
 			Client:    c,
 			APIReader: mgr.GetAPIReader(),
 			Recorder:  mgr.GetEventRecorder("sluice"),
 			Clock:     clock.RealClock{},
 			Analyzer:  analysis.NewEngine(c, analysisOpts),
-			Notifier:  proxyupgrade.AlertNotifier{Sender: notifier},
-			Options:   proxyupgrade.Options{ScrapeInterval: o.ScrapeInterval},
+			Notifier:  notifier,
+			Options:   dataplane.Options{ScrapeInterval: o.ScrapeInterval},
 		}
-		if err := pu.SetupWithManager(ctx, mgr, 2); err != nil {
-			return nil, fmt.Errorf("setting up the proxyupgrade controller: %w", err)
+		if err := dp.SetupWithManager(ctx, mgr, 2); err != nil {
+			return nil, fmt.Errorf("setting up the dataplane controller: %w", err)
 		}
 	}
 	if err := (&metrictemplate.Reconciler{Client: c}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the metrictemplate controller: %w", err)
 	}
+	return addHealthChecks(mgr)
+}
+
+func addHealthChecks(mgr ctrl.Manager) (ctrl.Manager, error) {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err
 	}

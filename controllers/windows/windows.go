@@ -1,6 +1,6 @@
 // Package windows decides whether now lies inside a progression window: a cron schedule (robfig
 // cron, standard five fields) that opens a window for a duration, in a time zone. Canaries advance
-// a step, and proxy-upgrade waves start, only inside a window.
+// a step, and data-plane waves start, only inside a window.
 package windows
 
 import (

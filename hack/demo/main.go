@@ -1,8 +1,11 @@
 // Command demo runs Sluice's main job end to end on a local cluster: real Kubernetes controllers
-// with kwok pods, a simulated mesh data plane, a real Prometheus, and the Sluice manager. It runs
-// two releases of podinfo — a good one that is promoted and a bad one that is rolled back — and a
-// Linkerd proxy upgrade of four meshed namespaces, canary namespace first; it prints a live
-// timeline and exits 0 only when all three end as expected.
+// with kwok pods, a simulated mesh (control plane as real Deployments, an injector, data-plane
+// metrics), a real Prometheus, and the Sluice manager. It runs two releases of podinfo — a good
+// one that is promoted and a bad one that is rolled back — and two Linkerd data-plane scenarios
+// on four meshed namespaces declared by one DataPlane: the control plane is upgraded first, then
+// one edit of the DataPlane's version moves the fleet, canary namespace first; and a version
+// whose proxy breaks the canary namespace is rolled back there, the fleet untouched. It prints a
+// live timeline and exits 0 only when all four end as expected.
 //
 //	go run ./hack/demo          the two releases, then tear everything down
 //	go run ./hack/demo -keep    bring the stack up with the app and keep it until Ctrl-C
@@ -20,8 +23,6 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -150,80 +151,20 @@ func run(ctx context.Context, o options) int {
 		bad.FinalWeight, bad.PrimaryImage, verdict(wantBad))
 	ok = ok && wantBad
 
-	wantUpgrade, err := proxyUpgrade(ctx, s)
+	wantUpgrade, wantRollback, err := dataPlaneScenarios(ctx, s)
 	if err != nil {
-		say("Proxy upgrade FAILED: %v", err)
+		say("Data plane scenario FAILED: %v", err)
 		return 1
 	}
-	ok = ok && wantUpgrade
+	ok = ok && wantUpgrade && wantRollback
 
-	say("Summary: good release promoted: %s; bad release rolled back: %s; proxy upgrade canary namespace first: %s; total %s",
-		verdict(wantGood), verdict(wantBad), verdict(wantUpgrade), time.Since(t0).Round(time.Second))
+	say("Summary: good release promoted: %s; bad release rolled back: %s; data plane upgraded control plane first, canary namespace first: %s; "+
+		"broken proxy rolled back in the canary namespace, fleet untouched: %s; total %s",
+		verdict(wantGood), verdict(wantBad), verdict(wantUpgrade), verdict(wantRollback), time.Since(t0).Round(time.Second))
 	if !ok {
 		return 1
 	}
 	return 0
-}
-
-// Linkerd proxy versions of the proxy-upgrade scenario (the seed's upgrade).
-const (
-	proxyFrom = "edge-26.6.3"
-	proxyTo   = "edge-26.8.3"
-)
-
-// proxyUpgrade moves four meshed namespaces (a Deployment, an OnDelete StatefulSet and a DaemonSet
-// each) from proxyFrom to proxyTo with a ProxyUpgrade: canary namespace mesh-1 first, then waves
-// of two. It reports whether every pod ended on proxyTo with mesh-1 done before any other started.
-func proxyUpgrade(ctx context.Context, s *stack.Stack) (bool, error) {
-	namespaces := []string{"mesh-1", "mesh-2", "mesh-3", "mesh-4"}
-	say("Proxy upgrade: %d meshed namespaces (Deployment, OnDelete StatefulSet, DaemonSet each) on Linkerd %s", len(namespaces), proxyFrom)
-	for _, ns := range namespaces {
-		if err := s.MeshedNamespace(ctx, ns, "demo"); err != nil {
-			return false, err
-		}
-	}
-	const podsPerNamespace = 6 // 2 web + 2 db + 2 agent (one per node)
-	if err := s.WaitMeshed(ctx, namespaces, podsPerNamespace, proxyFrom, 2*time.Minute); err != nil {
-		return false, err
-	}
-	say("Linkerd's control plane moves to %s (the injector now injects it); the data plane still runs %s", proxyTo, proxyFrom)
-	s.Cluster.Injector().SetVersion(proxyTo)
-	pu := &sluicev1.ProxyUpgrade{
-		ObjectMeta: metav1.ObjectMeta{Name: "linkerd-" + proxyTo},
-		Spec: sluicev1.ProxyUpgradeSpec{
-			Mesh:              sluicev1.MeshLinkerd,
-			Linkerd:           &sluicev1.LinkerdProxyUpgrade{ProxyVersion: proxyTo},
-			NamespaceSelector: &sluicev1.NamespaceSelector{MatchLabels: map[string]string{"fleet": "demo"}},
-			CanaryNamespaces:  []string{"mesh-1"},
-			Waves:             sluicev1.ProxyUpgradeWaves{MaxNamespaces: ptr.To[int32](2)},
-			BakeTime:          "5s",
-			MaxUnavailable:    ptr.To[int32](3),
-		},
-	}
-	if err := s.Client.Create(ctx, pu); err != nil {
-		return false, err
-	}
-	say("Applied ProxyUpgrade %s: canary namespace mesh-1, then waves of 2, bake 5s", pu.Name)
-	done, err := s.FollowProxyUpgrade(ctx, pu.Name, 4*time.Minute, os.Stdout)
-	if err != nil {
-		return false, err
-	}
-	versions, err := s.ProxyVersions(ctx, namespaces)
-	if err != nil {
-		return false, err
-	}
-	allNew := true
-	for _, ns := range namespaces {
-		allNew = allNew && versions[ns][proxyTo] == podsPerNamespace && len(versions[ns]) == 1
-	}
-	canaryFirst := len(done.Status.Waves) > 1 && slices.Equal(done.Status.Waves[0].Namespaces, []string{"mesh-1"}) &&
-		done.Status.Waves[0].CompletedAt != nil && done.Status.Waves[1].StartedAt != nil &&
-		!done.Status.Waves[1].StartedAt.Before(done.Status.Waves[0].CompletedAt)
-	want := done.Status.Phase == sluicev1.ProxyUpgradeSucceeded && allNew && canaryFirst &&
-		done.Status.Desired == done.Status.Current
-	say("Proxy upgrade: %s; DESIRED %d CURRENT %d; pods by version %v; mesh-1 baked before the fleet: %v  [%s]",
-		done.Status.Phase, done.Status.Desired, done.Status.Current, versions, canaryFirst, verdict(want))
-	return want, nil
 }
 
 func verdict(ok bool) string {

@@ -41,13 +41,13 @@ func (r *Router) reconcileGenerated(ctx context.Context, canary *sluicev1.Canary
 	if err != nil {
 		return err
 	}
-	w, ab := providers.CanaryWeight(0), false
+	w, ab, e := providers.CanaryWeight(0), false, extras{}
 	if ok {
-		w, ab = currentWeights(vs, canary), hasABRoutes(vs.Spec.GetHttp())
+		w, ab, e = currentWeights(vs, canary), hasABRoutes(vs.Spec.GetHttp()), scopeOf(canary).extrasOf(vs.Spec.GetHttp())
 	} else {
 		vs = nil
 	}
-	if err := r.ensureVirtualService(ctx, canary, vs, w, ab); err != nil {
+	if err := r.ensureVirtualService(ctx, canary, vs, w, ab, e); err != nil {
 		return err
 	}
 	for _, host := range []string{n.Primary, n.Canary} {
@@ -81,7 +81,7 @@ func (r *Router) setGenerated(ctx context.Context, canary *sluicev1.Canary, w pr
 	if !ok {
 		return fmt.Errorf("%w: VirtualService %s/%s (Reconcile creates it)", providers.ErrRouteNotFound, canary.Namespace, n.Apex)
 	}
-	return r.ensureVirtualService(ctx, canary, vs, w, hasABRoutes(vs.Spec.GetHttp()))
+	return r.ensureVirtualService(ctx, canary, vs, w, hasABRoutes(vs.Spec.GetHttp()), scopeOf(canary).extrasOf(vs.Spec.GetHttp()))
 }
 
 // setGeneratedAB applies the generated VirtualService at its current weights with (on) or without
@@ -96,7 +96,7 @@ func (r *Router) setGeneratedAB(ctx context.Context, canary *sluicev1.Canary, on
 	if !ok {
 		return fmt.Errorf("%w: VirtualService %s/%s (Reconcile creates it)", providers.ErrRouteNotFound, canary.Namespace, n.Apex)
 	}
-	return r.ensureVirtualService(ctx, canary, vs, currentWeights(vs, canary), on)
+	return r.ensureVirtualService(ctx, canary, vs, currentWeights(vs, canary), on, scopeOf(canary).extrasOf(vs.Spec.GetHttp()))
 }
 
 // finalizeGenerated deletes the generated VirtualService and DestinationRules the Canary controls.
@@ -144,12 +144,15 @@ func (r *Router) getControlled(ctx context.Context, canary *sluicev1.Canary, nam
 	return true, nil
 }
 
-// ensureVirtualService applies the generated VirtualService at w, with its A/B route when ab,
-// unless existing (nil: none) already has that spec. An update carries existing's resourceVersion,
+// ensureVirtualService applies the generated VirtualService at w, with its A/B route when ab and
+// with extras e, unless existing (nil: none) already has that spec. An update carries existing's resourceVersion,
 // so a copy read from a lagging cache cannot overwrite newer weights.
-func (r *Router) ensureVirtualService(ctx context.Context, canary *sluicev1.Canary, existing *istionetv1.VirtualService, w providers.Weights, ab bool) error {
+func (r *Router) ensureVirtualService(ctx context.Context, canary *sluicev1.Canary, existing *istionetv1.VirtualService, w providers.Weights, ab bool, e extras) error {
 	spec, err := desiredVirtualService(canary, w, ab)
 	if err != nil {
+		return err
+	}
+	if spec.Http, err = scopeOf(canary).withExtras(spec.Http, e); err != nil {
 		return err
 	}
 	if existing != nil && proto.Equal(&existing.Spec, spec) {
@@ -210,6 +213,9 @@ func desiredVirtualService(canary *sluicev1.Canary, w providers.Weights, ab bool
 	}
 	if route.CorsPolicy, err = convertCorsPolicy(svc.CorsPolicy); err != nil {
 		return nil, err
+	}
+	if rw := svc.Rewrite; rw != nil && (rw.URI != "" || rw.Authority != "") {
+		route.Rewrite = &networkingv1.HTTPRewrite{Uri: rw.URI, Authority: rw.Authority}
 	}
 	hosts := []string{n.Apex}
 	for _, h := range svc.Hosts {

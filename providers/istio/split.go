@@ -76,7 +76,7 @@ func (s scope) splitHTTP(routes []*networkingv1.HTTPRoute, w providers.Weights) 
 	out := make([]*networkingv1.HTTPRoute, len(routes))
 	managed := 0
 	for i, r := range routes {
-		if isABRoute(r) { // left to withABRoutes
+		if isCopyRoute(r) { // left to withABRoutes and withExtras
 			out[i] = r
 			continue
 		}
@@ -197,7 +197,7 @@ func (s scope) weightsOf(routes []*networkingv1.HTTPRoute) (providers.Weights, i
 	var first providers.Weights
 	firstName, managed := "", 0
 	for i, r := range routes {
-		if isABRoute(r) {
+		if isCopyRoute(r) {
 			continue
 		}
 		w, ok, err := s.routeWeights(r.GetRoute())

@@ -4,9 +4,13 @@
 //
 // Each admitted pod gets a `linkerd-proxy` container with image cr.l5d.io/linkerd/proxy:VERSION and
 // the annotation linkerd.io/proxy-version: VERSION, where VERSION is the pod's
-// config.linkerd.io/proxy-version annotation, else its namespace's, else the injector's current
-// default (SetVersion changes it at run time, as a Linkerd control-plane upgrade would). Pods
-// annotated linkerd.io/inject=disabled and pods that already have the proxy are left alone.
+// config.linkerd.io/proxy-version annotation, else its namespace's, else the control plane's.
+// The injector follows the simulated control plane (test/controlplane): when the Deployment
+// linkerd/linkerd-proxy-injector exists, its version is the default, and while it has no
+// available replica the injector is down (it answers 503, and the apiserver applies the
+// webhook's failurePolicy: Fail refuses the pod, Ignore creates it without the proxy). Without
+// that Deployment the default is Options.Version (SetVersion changes it). Pods annotated
+// linkerd.io/inject=disabled and pods that already have the proxy are left alone.
 package injector
 
 import (
@@ -67,6 +71,8 @@ type Options struct {
 	Name string
 	// Logf receives one line per admitted pod. Optional.
 	Logf func(format string, args ...any)
+	// FailurePolicy of the webhook: Fail (default) or Ignore.
+	FailurePolicy admissionregistrationv1.FailurePolicyType
 }
 
 // TLS is the webhook's serving identity: Cert must be valid for the host of Addr (127.0.0.1) and
@@ -103,12 +109,16 @@ func New(clients kubernetes.Interface, opts Options) *Injector {
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
+	if opts.FailurePolicy == "" {
+		opts.FailurePolicy = admissionregistrationv1.Fail
+	}
 	return &Injector{opts: opts, clients: clients, version: opts.Version, served: make(chan struct{})}
 }
 
 // Start serves the webhook over HTTPS and creates or updates its MutatingWebhookConfiguration
-// through cfg (with failurePolicy Fail: while the injector is down, pod creation in selected
-// namespaces fails, as with a real injector that is unreachable). The server runs until Close.
+// through cfg (with Options.FailurePolicy: while the injector is down, pod creation in selected
+// namespaces fails, or goes on without the proxy, as with a real injector that is unreachable).
+// The server runs until Close.
 // errors: listening, API errors.
 func Start(ctx context.Context, cfg *rest.Config, id TLS, opts Options) (*Injector, error) {
 	clients, err := kubernetes.NewForConfig(cfg)
@@ -169,7 +179,7 @@ func (in *Injector) Close() error {
 }
 
 func (in *Injector) register(ctx context.Context, caBundle []byte) error {
-	fail := admissionregistrationv1.Fail
+	fail := in.opts.FailurePolicy
 	none := admissionregistrationv1.SideEffectClassNone
 	scope := admissionregistrationv1.NamespacedScope
 	timeout := int32(5)
@@ -218,6 +228,10 @@ func (in *Injector) serveMutate(w http.ResponseWriter, r *http.Request) {
 	var review admissionv1.AdmissionReview
 	if err := json.NewDecoder(io.LimitReader(r.Body, 8<<20)).Decode(&review); err != nil || review.Request == nil {
 		http.Error(w, "expected an AdmissionReview with a request", http.StatusBadRequest)
+		return
+	}
+	if ok, why := in.up(r.Context()); !ok {
+		http.Error(w, why, http.StatusServiceUnavailable)
 		return
 	}
 	resp := in.admit(r.Context(), review.Request)
@@ -291,6 +305,40 @@ func (in *Injector) admit(ctx context.Context, req *admissionv1.AdmissionRequest
 	return &admissionv1.AdmissionResponse{Allowed: true, PatchType: &pt, Patch: patch}
 }
 
+// controlPlaneInjector is the simulated control plane's proxy-injector Deployment.
+const controlPlaneInjector = "linkerd-proxy-injector"
+
+// up reports whether the injector serves: always without a simulated control plane, else while
+// its proxy-injector Deployment has an available replica.
+func (in *Injector) up(ctx context.Context) (bool, string) {
+	d, err := in.clients.AppsV1().Deployments(controlPlaneNamespace).Get(ctx, controlPlaneInjector, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, ""
+	case err != nil:
+		return false, err.Error()
+	case d.Spec.Replicas != nil && *d.Spec.Replicas == 0, d.Status.AvailableReplicas == 0:
+		return false, fmt.Sprintf("proxy injector %s/%s has no available replica", controlPlaneNamespace, controlPlaneInjector)
+	}
+	return true, ""
+}
+
+// defaultVersion is the control plane's version (its proxy-injector's template), else the
+// injector's own default.
+func (in *Injector) defaultVersion(ctx context.Context) (string, error) {
+	d, err := in.clients.AppsV1().Deployments(controlPlaneNamespace).Get(ctx, controlPlaneInjector, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return in.Version(), nil
+	case err != nil:
+		return "", fmt.Errorf("reading the proxy injector: %w", err)
+	}
+	if v := d.Spec.Template.Annotations[AnnotationProxyVersion]; v != "" {
+		return v, nil
+	}
+	return in.Version(), nil
+}
+
 // versionFor returns the pod's pinned version, else its namespace's, else the default.
 func (in *Injector) versionFor(ctx context.Context, namespace string, pod *corev1.Pod) (string, error) {
 	if v := pod.Annotations[AnnotationPinVersion]; v != "" {
@@ -303,7 +351,7 @@ func (in *Injector) versionFor(ctx context.Context, namespace string, pod *corev
 	if v := ns.Annotations[AnnotationPinVersion]; v != "" {
 		return v, nil
 	}
-	return in.Version(), nil
+	return in.defaultVersion(ctx)
 }
 
 func deny(code int32, msg string) *admissionv1.AdmissionResponse {

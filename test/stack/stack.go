@@ -21,6 +21,7 @@ import (
 	"sluice.dev/sluice/controllers/manager"
 	"sluice.dev/sluice/controllers/scheme"
 	"sluice.dev/sluice/test/cluster"
+	"sluice.dev/sluice/test/controlplane"
 	"sluice.dev/sluice/test/meshsim"
 	"sluice.dev/sluice/test/promtest"
 	"sluice.dev/sluice/test/testenv"
@@ -33,6 +34,8 @@ type Service struct {
 	Namespace, Name, Route string
 	// RPS is the simulated request rate (default 50).
 	RPS int
+	// Metrics selects the meshes whose metrics the simulator exposes (default Istio's).
+	Metrics meshsim.Flavor
 }
 
 // Options configure Start.
@@ -41,7 +44,9 @@ type Options struct {
 	Services []Service
 	// PodReadyDelay makes rollouts visibly gradual (kwok's pod-ready delay).
 	PodReadyDelay time.Duration
-	// Injector, when set, runs the simulated Linkerd proxy injector (for proxy upgrades).
+	// Injector, when set, runs the simulated Linkerd proxy injector, installs the simulated
+	// Linkerd control plane (test/controlplane) at Injector.Version, which the injector follows,
+	// and serves the proxy-health exporter (ProxyHealth) to Prometheus.
 	Injector *cluster.InjectorOptions
 	// Dir keeps the cluster's state (default a temporary folder removed by Stop).
 	Dir string
@@ -56,6 +61,9 @@ type Stack struct {
 	Client  client.Client
 	Config  *rest.Config
 	Sims    []*meshsim.Sim
+	// ProxyHealth reports each watched namespace's health as the data plane sees it (with
+	// Options.Injector).
+	ProxyHealth *ProxyHealth
 
 	cancel  context.CancelFunc
 	stopped []func() error
@@ -107,7 +115,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 			return s, err
 		}
 		sim, err := meshsim.New(s.Config, meshsim.Options{Namespace: svc.Namespace, Service: svc.Name, Route: svc.Route,
-			RPS: svc.RPS, Listen: "127.0.0.1:0"})
+			RPS: svc.RPS, Listen: "127.0.0.1:0", Metrics: svc.Metrics})
 		if err != nil {
 			return s, fmt.Errorf("simulated mesh for %s/%s: %w", svc.Namespace, svc.Name, err)
 		}
@@ -125,6 +133,17 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 		})
 		s.Sims = append(s.Sims, sim)
 		targets = append(targets, sim.Addr())
+	}
+	if o.Injector != nil {
+		if err := controlplane.InstallLinkerd(ctx, s.Client, o.Injector.Version); err != nil {
+			return s, fmt.Errorf("installing the simulated Linkerd control plane: %w", err)
+		}
+		logf("simulated Linkerd control plane %s installed in namespace %s", o.Injector.Version, controlplane.Namespace)
+		if s.ProxyHealth, err = startProxyHealth(s.Client); err != nil {
+			return s, err
+		}
+		s.stopped = append(s.stopped, s.ProxyHealth.close)
+		targets = append(targets, s.ProxyHealth.Addr())
 	}
 	prom, err := promtest.Start(ctx, promtest.Config{ScrapeTargets: targets, ScrapeInterval: time.Second})
 	if err != nil {

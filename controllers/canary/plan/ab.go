@@ -44,11 +44,15 @@ func ABRouted(spec sluicev1.CanarySpec, s sluicev1.CanaryStatus) bool {
 	return false
 }
 
-// trafficOn reports whether, by status s, the run sends traffic to the canary: the A/B routing of
-// an A/B run, a canary weight above 0 otherwise.
+// trafficOn reports whether, by status s, the run is in its analysed steps: the A/B routing of an
+// A/B run, the iterations of a blue/green run (at weight 0: the canary is analysed through load
+// tests and mirrored traffic), a canary weight above 0 otherwise.
 func trafficOn(spec sluicev1.CanarySpec, s sluicev1.CanaryStatus) bool {
-	if IsAB(spec) {
+	switch {
+	case IsAB(spec):
 		return ABRouted(spec, s)
+	case IsBlueGreen(spec):
+		return blueGreenStarted(spec, s)
 	}
 	return s.CanaryWeight > 0
 }

@@ -60,6 +60,7 @@ func Decide(o Observed) Decision {
 	}
 	restoreDriftedWeights(o, &d)
 	syncABRoutes(o, &d)
+	syncExtras(o, &d)
 	return d
 }
 

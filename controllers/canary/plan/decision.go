@@ -43,6 +43,8 @@ type Decision struct {
 	Actions []Action
 	// Events to record on the Canary, one per transition.
 	Events []planevent.Event
+	// PrimaryReplicas is the replica count ActionScalePrimaryUp asks for.
+	PrimaryReplicas int32
 	// RequeueAfter is when to look again.
 	RequeueAfter time.Duration
 	// StatusFirst says the status must be written before the actions run. Decide sets it when the

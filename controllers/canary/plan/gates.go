@@ -26,8 +26,8 @@ func HasWebhooks(spec sluicev1.CanarySpec, t sluicev1.WebhookType) bool {
 // GatesDue lists the gate types whose webhooks the controller must resolve before calling
 // Decide: confirm-rollout before a new run starts; pre-rollout before the first traffic; rollout
 // and rollback with every check; confirm-traffic-increase before every increase (never in an A/B
-// run); confirm-promotion before promotion (in an A/B run, with the check that may complete the
-// iterations). Only types the spec has webhooks for are listed.
+// or blue/green run); confirm-promotion before promotion (in an A/B or blue/green run, with the
+// check that may complete the iterations). Only types the spec has webhooks for are listed.
 func GatesDue(o Observed) []sluicev1.WebhookType {
 	var due []sluicev1.WebhookType
 	add := func(ts ...sluicev1.WebhookType) {
@@ -60,7 +60,7 @@ func GatesDue(o Observed) []sluicev1.WebhookType {
 		o.Status.ConsecutiveErrors >= ConsecutiveErrorLimit(o.Spec) {
 		return nil
 	}
-	w, ab := o.Status.CanaryWeight, IsAB(o.Spec)
+	w, iterated := o.Status.CanaryWeight, countsPassingChecks(o.Spec)
 	held := o.Hold != nil || o.Stall != nil // the checks run; the gates of the advance wait
 	if !trafficOn(o.Spec, o.Status) && phase == sluicev1.CanaryPhaseProgressing {
 		if held {
@@ -70,7 +70,7 @@ func GatesDue(o Observed) []sluicev1.WebhookType {
 			add(sluicev1.WebhookPreRollout)
 			return due
 		}
-		if !ab { // as in Flagger, an A/B run has no traffic increase to confirm
+		if !iterated { // as in Flagger, A/B and blue/green runs have no traffic increase to confirm
 			add(sluicev1.WebhookConfirmTrafficIncrease)
 		}
 		return due
@@ -79,7 +79,7 @@ func GatesDue(o Observed) []sluicev1.WebhookType {
 	if held {
 		return due
 	}
-	if ab {
+	if iterated {
 		if o.Status.Iterations+1 >= o.Spec.Analysis.Iterations {
 			add(sluicev1.WebhookConfirmPromotion)
 		}

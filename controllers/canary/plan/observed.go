@@ -28,6 +28,13 @@ type Observed struct {
 	// it differs from what the status says it should be.
 	RouteABOn    bool
 	RouteABKnown bool
+	// RouteMirror (percent mirrored to the canary, 0: none) and RouteCookie (the session-affinity
+	// cookie, "": none) are read from the route this tick (providers.Router.GetMirror,
+	// GetSessionAffinity); RouteExtrasKnown is false when they could not be read. Decide puts them
+	// back when they differ from what the status asks for (MirrorWanted, AffinityCookie).
+	RouteMirror      int32
+	RouteCookie      string
+	RouteExtrasKnown bool
 	// Check is the outcome of the analysis the controller ran this tick because AnalysisDue said
 	// so; nil when no analysis ran.
 	Check *Check

@@ -20,8 +20,11 @@ func progress(o Observed, d *Decision) {
 	}
 	if o.Revision != o.Status.LastAppliedSpec {
 		restart := "restarting from weight 0"
-		if IsAB(o.Spec) {
+		switch {
+		case IsAB(o.Spec):
 			restart = "restarting the A/B test"
+		case IsBlueGreen(o.Spec):
+			restart = "restarting the blue/green iterations"
 		}
 		d.warning(EventRestarted, fmt.Sprintf("New revision %s during the run of %s; %s", o.Revision, o.Status.LastAppliedSpec, restart))
 		startRun(o, d)
@@ -50,8 +53,12 @@ func progress(o Observed, d *Decision) {
 	if !on && !preRolloutPassed(o, d) {
 		return
 	}
-	if IsAB(o.Spec) {
+	switch {
+	case IsAB(o.Spec):
 		advanceAB(o, d)
+		return
+	case IsBlueGreen(o.Spec):
+		advanceBlueGreen(o, d)
 		return
 	}
 	s := &d.Status
@@ -137,7 +144,7 @@ func preRolloutPassed(o Observed, d *Decision) bool {
 // check without a verdict holds the step unless analysis.advanceWithoutData; a failed check is
 // counted and rolls back at the threshold; a check that could not be judged holds the step and
 // rolls back at analysis.consecutiveErrorLimit. status.iterations counts every check of a
-// weighted run, and the passing ones of an A/B run (advanceAB).
+// weighted run, and the passing ones of an A/B or blue/green run (advanceAB, advanceBlueGreen).
 func checkPassed(o Observed, d *Decision) bool {
 	if o.Check == nil && !o.Spec.SkipAnalysis {
 		// The controller runs the analysis when AnalysisDue says so; without it, look again.
@@ -166,8 +173,8 @@ func checkPassed(o Observed, d *Decision) bool {
 		}
 	}
 	s := &d.Status
-	ab := IsAB(o.Spec)
-	if !ab {
+	passing := countsPassingChecks(o.Spec)
+	if !passing {
 		s.Iterations++
 	}
 	s.LastStepTime = stamp(o.Now)
@@ -177,8 +184,11 @@ func checkPassed(o Observed, d *Decision) bool {
 		s.LastCheck.WindowStart = stamp(check.WindowStart)
 	}
 	name := fmt.Sprintf("Check %d", s.Iterations)
-	if ab {
+	switch {
+	case IsAB(o.Spec):
 		name = "A/B check"
+	case IsBlueGreen(o.Spec):
+		name = "Blue/green check"
 	}
 	if outcome != sluicev1.CheckError {
 		s.ConsecutiveErrors = 0
@@ -299,8 +309,13 @@ func AnalysisDue(o Observed) bool {
 
 // rollback routes all traffic to the primary, scales the canary down and fails the run. The
 // status is written first (Decision.StatusFirst). When the primary already runs the run's
-// revision (promoted), it is restored to the last promoted one.
+// revision (promoted), it is restored to the last promoted one. A primary with fewer replicas than
+// the canary serves with is scaled up in the same tick (see primaryCanTakeOver): a rollback does
+// not wait.
 func rollback(o Observed, d *Decision, reason string) {
+	if o.Status.CanaryWeight > 0 && o.Primary.Desired < o.Canary.Ready {
+		d.scalePrimary(o.Canary.Ready)
+	}
 	d.setWeight(0)
 	d.do(ActionScaleCanaryDown)
 	d.StatusFirst = true

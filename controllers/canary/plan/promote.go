@@ -64,8 +64,12 @@ func promote(o Observed, d *Decision) {
 		}
 	}
 	w := PromotionWeight(o.Spec.Analysis, o.Status.CanaryWeight)
-	if !o.Canary.IsReady(CanaryReadyThreshold(o.Spec)) {
-		w = 0
+	canaryReady := o.Canary.IsReady(CanaryReadyThreshold(o.Spec))
+	if !canaryReady {
+		w = 0 // no weight to a canary that cannot serve it: the (ready) primary takes it now
+	}
+	if w == 0 && o.Status.CanaryWeight > 0 && canaryReady && !primaryCanTakeOver(o, d) {
+		return
 	}
 	d.setWeight(w)
 	d.Status.LastStepTime = stamp(o.Now)

@@ -37,6 +37,11 @@ func handleRequests(o Observed, d *Decision) bool {
 		d.warning(EventRollback, fmt.Sprintf("Run of %s aborted by request before it started", o.Revision))
 	case fresh[sluicev1.AnnotationPromote] && inFlight && o.Revision == o.Status.LastAppliedSpec:
 		d.normal(EventRequest, "Promotion requested ("+sluicev1.AnnotationPromote+"): skipping the remaining steps")
+		if IsBlueGreen(o.Spec) && o.Canary.IsReady(CanaryReadyThreshold(o.Spec)) {
+			// A blue/green promotion switches first, so the primary updates without serving.
+			d.setWeight(100)
+			d.normal(EventSwitched, fmt.Sprintf("All traffic switched to the canary %s", o.Status.LastAppliedSpec))
+		}
 		startPromotion(o, d)
 	case fresh[sluicev1.AnnotationPromote] && phase == sluicev1.CanaryPhaseWaiting:
 		d.normal(EventRequest, "Run approved by request ("+sluicev1.AnnotationPromote+")")

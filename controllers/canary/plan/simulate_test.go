@@ -26,7 +26,9 @@ type world struct {
 	canaryReplicas   int32
 	canaryNeverReady bool
 	routeWeight      int32
-	abOn             bool // the route holds A/B rules
+	abOn             bool   // the route holds A/B rules
+	mirror           int32  // the route mirrors this percentage to the canary
+	cookie           string // the route's session-affinity cookie
 	analysis         func(w *world) Check
 	gates            func(t sluicev1.WebhookType, w *world) GateResult
 	requests         map[string]string
@@ -65,6 +67,7 @@ func (w *world) observe() Observed {
 		Canary: Workload{Exists: true, Revision: w.targetRevision, Desired: w.canaryReplicas,
 			Ready: canaryReady, Updated: w.canaryReplicas, RolledOut: true},
 		RouteWeight: w.routeWeight, RouteKnown: true, RouteABOn: w.abOn, RouteABKnown: true,
+		RouteMirror: w.mirror, RouteCookie: w.cookie, RouteExtrasKnown: true,
 		Hold: w.hold, Stall: w.stall,
 	}
 }
@@ -115,9 +118,14 @@ func (w *world) tick(t *testing.T) Decision {
 			if w.abOn {
 				t.Fatal("canary scaled down while A/B routing sends it requests")
 			}
+			if w.cookie != "" || w.mirror != 0 {
+				t.Fatalf("canary scaled down while the route still has cookie %q / mirror %d", w.cookie, w.mirror)
+			}
 			w.canaryReplicas = 0
 		case ActionPromotePrimary:
 			w.primaryRevision = w.targetRevision
+		case ActionScalePrimaryUp:
+			w.primaryReplicas = max(w.primaryReplicas, d.PrimaryReplicas)
 		case ActionSetWeights:
 			if d.Status.CanaryWeight < 0 || d.Status.CanaryWeight > 100 {
 				t.Fatalf("weight %d outside 0..100", d.Status.CanaryWeight)
@@ -127,6 +135,14 @@ func (w *world) tick(t *testing.T) Decision {
 			}
 			if IsAB(w.spec) && d.Status.CanaryWeight != 0 {
 				t.Fatalf("weight %d in an A/B run", d.Status.CanaryWeight)
+			}
+			if IsBlueGreen(w.spec) && d.Status.CanaryWeight != 0 &&
+				(d.Status.CanaryWeight != 100 || d.Status.Phase != sluicev1.CanaryPhasePromoting) {
+				t.Fatalf("weight %d in phase %s of a blue/green run: only 0, or 100 once promotion starts", d.Status.CanaryWeight, d.Status.Phase)
+			}
+			if d.Status.CanaryWeight == 0 && w.routeWeight > 0 && d.Status.Phase == sluicev1.CanaryPhaseFinalising &&
+				w.primaryReplicas < w.canaryReplicas {
+				t.Fatalf("all traffic shifted to a primary with %d ready replicas from a canary with %d", w.primaryReplicas, w.canaryReplicas)
 			}
 			if w.routeWeight != d.Status.CanaryWeight {
 				w.routeLog = append(w.routeLog, d.Status.CanaryWeight)
@@ -142,6 +158,28 @@ func (w *world) tick(t *testing.T) Decision {
 			w.abOn = true
 		case ActionABRoutesOff:
 			w.abOn = false
+		case ActionMirrorOn:
+			if w.canaryReplicas == 0 || w.canaryNeverReady || w.routeWeight != 0 {
+				t.Fatalf("mirroring turned on with canary replicas %d at weight %d", w.canaryReplicas, w.routeWeight)
+			}
+			w.mirror = MirrorWeight(w.spec)
+		case ActionMirrorOff:
+			w.mirror = 0
+		case ActionAffinityOn:
+			if w.canaryReplicas == 0 || w.canaryNeverReady {
+				t.Fatal("session affinity turned on to a canary with no ready replicas")
+			}
+			w.cookie = AffinityCookie(w.spec, d.Status)
+		case ActionAffinityOff:
+			w.cookie = ""
+		}
+	}
+	if !w.canaryNeverReady {
+		if want := MirrorWanted(w.spec, d.Status); w.mirror != want {
+			t.Fatalf("route mirrors %d%% after the actions, status says %d%% (phase %s)", w.mirror, want, d.Status.Phase)
+		}
+		if want := AffinityCookie(w.spec, d.Status); w.cookie != want {
+			t.Fatalf("route cookie %q after the actions, status says %q (phase %s)", w.cookie, want, d.Status.Phase)
 		}
 	}
 	if want := ABRouted(w.spec, d.Status); w.abOn != want {
@@ -172,6 +210,15 @@ func (w *world) record(before sluicev1.CanaryStatus, d Decision) {
 	}
 	line := fmt.Sprintf("%6s  %-16s weight=%-3d primary=%-3d failed=%d", w.now.Sub(w.start), s.Phase,
 		s.CanaryWeight, 100-s.CanaryWeight, s.FailedChecks)
+	if IsBlueGreen(w.spec) {
+		line += fmt.Sprintf(" iterations=%d/%d", s.Iterations, w.spec.Analysis.Iterations)
+	}
+	if w.spec.Analysis.Mirror {
+		line += fmt.Sprintf(" mirror=%d", w.mirror)
+	}
+	if w.spec.Analysis.SessionAffinity != nil {
+		line += fmt.Sprintf(" cookie=%q", w.cookie)
+	}
 	if IsAB(w.spec) {
 		ab := "off"
 		if w.abOn {

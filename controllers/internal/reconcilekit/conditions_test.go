@@ -37,7 +37,7 @@ func TestMarkStalledReportsChangeOnce(t *testing.T) {
 }
 
 func TestSuspendAndResume(t *testing.T) {
-	pu := &sluicev1.ProxyUpgrade{}
+	pu := &sluicev1.DataPlane{}
 	if !MarkSuspended(pu, "suspended") || MarkSuspended(pu, "suspended") {
 		t.Fatal("MarkSuspended must report only the first suspension")
 	}

@@ -16,35 +16,13 @@ import (
 
 // Get prints the Canaries of namespace (every namespace when allNamespaces) as a table:
 // [NAMESPACE] NAME STATUS WEIGHT FAILEDCHECKS LASTTRANSITION, the last one as an age; then, when
-// there are any, the (cluster-scoped) ProxyUpgrades: PROXYUPGRADE MESH TARGET WAVE DESIRED
-// CURRENT STATUS. errors: listing refused.
+// there are any, the (cluster-scoped) DataPlanes: DATAPLANE MESH VERSION WAVE DESIRED CURRENT
+// STATUS. errors: listing refused.
 func Get(ctx context.Context, c client.Client, w io.Writer, namespace string, allNamespaces bool, now time.Time) error {
 	if err := getCanaries(ctx, c, w, namespace, allNamespaces, now); err != nil {
 		return err
 	}
-	return getProxyUpgrades(ctx, c, w)
-}
-
-// getProxyUpgrades prints the ProxyUpgrades, if any, after a blank line. A cluster without the
-// ProxyUpgrade CRD (or a user who may not list them) simply gets none.
-func getProxyUpgrades(ctx context.Context, c client.Client, w io.Writer) error {
-	var list sluicev1.ProxyUpgradeList
-	if err := c.List(ctx, &list); err != nil || len(list.Items) == 0 {
-		return nil
-	}
-	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
-	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
-	fmt.Fprintln(tw, "PROXYUPGRADE\tMESH\tTARGET\tWAVE\tDESIRED\tCURRENT\tSTATUS")
-	for _, pu := range list.Items {
-		s := pu.Status
-		phase := string(s.Phase)
-		if phase == "" {
-			phase = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", pu.Name, pu.Spec.Mesh, orDash(s.Target), s.CurrentWave, s.Desired, s.Current, phase)
-	}
-	return tw.Flush()
+	return getDataPlanes(ctx, c, w)
 }
 
 // getCanaries prints the Canary table of Get.

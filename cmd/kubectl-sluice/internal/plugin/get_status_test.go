@@ -128,26 +128,89 @@ func matchesLine(s, pattern string) bool {
 	return false
 }
 
-// TestGetListsProxyUpgrades: `get` follows the Canaries with the cluster's ProxyUpgrades.
-func TestGetListsProxyUpgrades(t *testing.T) {
+// TestGetListsDataPlanes: `get` follows the Canaries with the cluster's DataPlanes, counts 0
+// (never blank) before the controller wrote a status; its help names both kinds.
+func TestGetListsDataPlanes(t *testing.T) {
 	testenv.Require(t, env)
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	pu := &sluicev1.ProxyUpgrade{ObjectMeta: metav1.ObjectMeta{Name: "linkerd-" + ns},
-		Spec: sluicev1.ProxyUpgradeSpec{Mesh: sluicev1.MeshLinkerd, Linkerd: &sluicev1.LinkerdProxyUpgrade{ProxyVersion: "edge-26.8.3"}}}
-	if err := env.Client.Create(ctx, pu); err != nil {
+	dp := &sluicev1.DataPlane{ObjectMeta: metav1.ObjectMeta{Name: "linkerd-" + ns},
+		Spec: sluicev1.DataPlaneSpec{Mesh: sluicev1.MeshLinkerd, Version: "edge-26.8.3"}}
+	if err := env.Client.Create(ctx, dp); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pu) })
-	pu.Status = sluicev1.ProxyUpgradeStatus{Phase: sluicev1.ProxyUpgradeProgressing, Target: "edge-26.8.3", CurrentWave: 1, Desired: 36, Current: 18}
-	if err := env.Client.Status().Update(ctx, pu); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), dp) })
 	out, err := run(t, ns, "get")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "PROXYUPGRADE") || !regexp.MustCompile(`linkerd-`+ns+`\s+linkerd\s+edge-26\.8\.3\s+1\s+36\s+18\s+Progressing`).MatchString(out) {
-		t.Fatalf("get output lacks the ProxyUpgrade row:\n%s", out)
+	if !regexp.MustCompile(`linkerd-` + ns + `\s+linkerd\s+edge-26\.8\.3\s+0\s+0\s+0\s+-`).MatchString(out) {
+		t.Fatalf("get output lacks the fresh DataPlane row with zeros:\n%s", out)
+	}
+	dp.Status = sluicev1.DataPlaneStatus{Phase: sluicev1.DataPlaneProgressing, Version: "edge-26.8.3", CurrentWave: 1, Desired: 36, Current: 18}
+	if err := env.Client.Status().Update(ctx, dp); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = run(t, ns, "get"); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`DATAPLANE\s+MESH\s+VERSION\s+WAVE\s+DESIRED\s+CURRENT\s+STATUS`).MatchString(out) || !regexp.MustCompile(`linkerd-`+ns+`\s+linkerd\s+edge-26\.8\.3\s+1\s+36\s+18\s+Progressing`).MatchString(out) {
+		t.Fatalf("get output lacks the DataPlane row:\n%s", out)
+	}
+	help, err := run(t, ns, "get", "--help")
+	if err != nil || !strings.Contains(help, "data planes (MESH, VERSION, WAVE, DESIRED, CURRENT, STATUS)") {
+		t.Fatalf("get --help: %v\n%s", err, help)
+	}
+}
+
+// TestStatusDataPlane: `status dataplane NAME` mid-upgrade prints the declared version, the
+// control plane, the counts, the last update attempt, one row per namespace (skipped ones
+// included), the pods that keep it from being up to date, and the conditions.
+func TestStatusDataPlane(t *testing.T) {
+	testenv.Require(t, env)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	dp := &sluicev1.DataPlane{ObjectMeta: metav1.ObjectMeta{Name: "status-" + ns,
+		Annotations: map[string]string{sluicev1.AnnotationApproveFleet: "2026-03-01T11:59:00Z"}},
+		Spec: sluicev1.DataPlaneSpec{Mesh: sluicev1.MeshLinkerd, Version: "edge-26.8.3", CanaryNamespaces: []string{"shop"}}}
+	if err := env.Client.Create(ctx, dp); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), dp) })
+	blocked := "eviction of pod billing/db-1 (StatefulSet db) refused by PodDisruptionBudget billing/db (0 disruptions allowed, 1 of 2 pods healthy)"
+	dp.Status = sluicev1.DataPlaneStatus{
+		Phase: sluicev1.DataPlaneProgressing, Version: "edge-26.8.3", ConvergedVersion: "edge-26.6.3", CurrentWave: 1, Desired: 27, Current: 11,
+		ControlPlane: sluicev1.ControlPlaneStatus{Version: "edge-26.8.3", Ready: true},
+		Waves: []sluicev1.DataPlaneWave{{Namespaces: []string{"shop"}, Phase: sluicev1.WaveSucceeded},
+			{Namespaces: []string{"billing", "search"}, Phase: sluicev1.WaveRestarting}, {Namespaces: []string{"web"}, Phase: sluicev1.WavePending}},
+		Namespaces: []sluicev1.DataPlaneNamespace{
+			{Namespace: "shop", Wave: 0, Desired: 7, Current: 6, Status: sluicev1.NamespaceUpToDate, Reason: sluicev1.ReasonUnmanagedPods},
+			{Namespace: "billing", Wave: 1, Desired: 6, Current: 3, Status: sluicev1.NamespaceBlocked, Reason: sluicev1.ReasonEvictionBlocked},
+			{Namespace: "search", Wave: 1, Desired: 6, Current: 2, Status: sluicev1.NamespaceRestarting},
+			{Namespace: "web", Wave: 2, Desired: 8, Current: 0, Status: sluicev1.NamespacePending},
+		},
+		Skipped:                  []sluicev1.SkippedNamespace{{Namespace: "kube-system", Reason: sluicev1.ReasonProtectedNamespace}},
+		UnmanagedPods:            []string{"shop/debug"},
+		LastUpdateAttempt:        at(-10 * time.Second),
+		LastUpdateAttemptResult:  sluicev1.UpdateAttemptBlocked,
+		LastUpdateAttemptMessage: blocked,
+		LastHandledRequests:      map[string]string{sluicev1.AnnotationApproveFleet: "2026-03-01T11:59:00Z"},
+		Conditions: []metav1.Condition{
+			{Type: sluicev1.ConditionReady, Status: metav1.ConditionUnknown, Reason: sluicev1.ReasonWaveRestarting,
+				Message: "Wave 1 of 2 (billing, search) restarting: 5 of 12 meshed pods on edge-26.8.3", LastTransitionTime: *at(-2 * time.Minute)},
+			{Type: sluicev1.ConditionBlocked, Status: metav1.ConditionTrue, Reason: sluicev1.ReasonEvictionBlocked, Message: blocked,
+				LastTransitionTime: *at(-10 * time.Second)},
+		},
+	}
+	if err := env.Client.Status().Update(ctx, dp); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, ns, "status", "dataplane", dp.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "status-dataplane.golden", strings.ReplaceAll(out, ns, "NAMESPACE"))
+	if _, err := run(t, ns, "status", "deployment", "x"); err == nil || !strings.Contains(err.Error(), `unknown kind "deployment"`) {
+		t.Fatalf("status deployment x: %v", err)
 	}
 }

@@ -59,9 +59,10 @@ func NewRootCommand(o Options) *cobra.Command {
 	var kf KubeFlags
 	root := &cobra.Command{
 		Use:   "kubectl-sluice",
-		Short: "Inspect and steer Sluice canary releases",
-		Long: `kubectl sluice shows Sluice Canaries and steers their runs. It changes nothing but the
-Canary's annotations and spec.suspend, so it works with GitOps: the controller does the rest.`,
+		Short: "Inspect and steer Sluice canary releases and mesh data planes",
+		Long: `kubectl sluice shows Sluice Canaries and DataPlanes and steers their runs. Commands take a
+Canary's NAME, or "dataplane NAME" for a DataPlane (one per mesh, cluster-scoped). It changes
+nothing but annotations and spec.suspend, so it works with GitOps: the controller does the rest.`,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl sluice"},
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -82,7 +83,7 @@ Canary's annotations and spec.suspend, so it works with GitOps: the controller d
 	var allNamespaces bool
 	get := &cobra.Command{
 		Use:   "get",
-		Short: "List canaries: NAME, STATUS, WEIGHT, FAILEDCHECKS, LASTTRANSITION",
+		Short: "List canaries (NAME, STATUS, WEIGHT, FAILEDCHECKS, LASTTRANSITION) and data planes (MESH, VERSION, WAVE, DESIRED, CURRENT, STATUS)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, ns, err := session()
@@ -92,31 +93,46 @@ Canary's annotations and spec.suspend, so it works with GitOps: the controller d
 			return Get(cmd.Context(), c, o.Out, ns, allNamespaces, o.Now())
 		},
 	}
-	get.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "List the canaries of every namespace.")
+	get.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "List the canaries of every namespace (data planes are cluster-wide).")
 
 	status := &cobra.Command{
-		Use:   "status NAME",
-		Short: "Show a canary's phase, weight, failed checks, analysis verdicts and next step",
-		Args:  cobra.ExactArgs(1),
+		Use:   "status [dataplane] NAME",
+		Short: "Show a canary's phase, weight, checks and next step, or a data plane's namespaces (NAMESPACE, WAVE, DESIRED, CURRENT, STATUS, REASON)",
+		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			kind, name, err := parseTarget(args)
+			if err != nil {
+				return err
+			}
 			c, ns, err := session()
 			if err != nil {
 				return err
 			}
-			return Status(cmd.Context(), c, o.Out, named(args, ns), o.Now())
+			if kind == KindDataPlane {
+				return StatusDataPlane(cmd.Context(), c, o.Out, name, o.Now())
+			}
+			return Status(cmd.Context(), c, o.Out, named([]string{name}, ns), o.Now())
 		},
 	}
 
 	var wo WatchOptions
 	var timeout time.Duration
 	watch := &cobra.Command{
-		Use:   "watch NAME",
-		Short: "Follow a canary run until it succeeds (exit 0) or fails (exit 1)",
+		Use:   "watch [dataplane] NAME",
+		Short: "Follow a canary or data plane run until it succeeds (exit 0) or fails (exit 1)",
 		Long: `Follow a canary run. In a terminal it draws the weight against the maximum weight; piped,
 it prints one line per change: "HH:MM:SS phase weight failed-checks". It returns when a run ends
-while watched: exit status 0 on Succeeded, 1 on Failed.`,
-		Args: cobra.ExactArgs(1),
+while watched: exit status 0 on Succeeded, 1 on Failed.
+
+With "dataplane NAME" it follows a DataPlane, one line per change: "HH:MM:SS phase version wave N
+current/desired", until it is UpToDate (exit 0), or RolledBack or Failed (exit 1).`,
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			kind, name, err := parseTarget(args)
+			if err != nil {
+				return err
+			}
+			args = []string{name}
 			c, ns, err := session()
 			if err != nil {
 				return err
@@ -128,7 +144,11 @@ while watched: exit status 0 on Succeeded, 1 on Failed.`,
 				defer cancel()
 			}
 			wo.Terminal, wo.Now = o.IsTerminal(o.Out), o.Now
-			if err := Watch(ctx, c, o.Out, named(args, ns), wo); err != nil {
+			watchOne := func() error { return Watch(ctx, c, o.Out, named(args, ns), wo) }
+			if kind == KindDataPlane {
+				watchOne = func() error { return WatchDataPlane(ctx, c, o.Out, name, wo) }
+			}
+			if err := watchOne(); err != nil {
 				return err
 			}
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) && cmd.Context().Err() == nil {
@@ -141,45 +161,72 @@ while watched: exit status 0 on Succeeded, 1 on Failed.`,
 	watch.Flags().DurationVar(&timeout, "timeout", 0, "Give up after this long, with exit status 1 (0: no limit).")
 
 	var lo LeverOptions
-	lever := func(use, short string, act func(context.Context, client.Client, types.NamespacedName) error) *cobra.Command {
+	// lever is a command on a Canary ("NAME") or, when onDataPlane is set, on a DataPlane
+	// ("dataplane NAME").
+	lever := func(use, short string, act func(context.Context, client.Client, types.NamespacedName) error,
+		onDataPlane func(context.Context, client.Client, string) error) *cobra.Command {
 		return &cobra.Command{
-			Use:   use + " NAME",
+			Use:   use + " [dataplane] NAME",
 			Short: short,
-			Args:  cobra.ExactArgs(1),
+			Args:  cobra.RangeArgs(1, 2),
 			RunE: func(cmd *cobra.Command, args []string) error {
+				kind, name, err := parseTarget(args)
+				if err != nil {
+					return err
+				}
 				c, ns, err := session()
 				if err != nil {
 					return err
 				}
-				return act(cmd.Context(), c, named(args, ns))
+				switch {
+				case kind == KindDataPlane && onDataPlane != nil:
+					return onDataPlane(cmd.Context(), c, name)
+				case kind == KindDataPlane:
+					return fmt.Errorf("%s acts on a canary; a DataPlane has no %s", use, use)
+				case act == nil:
+					return fmt.Errorf("%s acts on a DataPlane: kubectl sluice %s dataplane NAME", use, use)
+				}
+				return act(cmd.Context(), c, named([]string{name}, ns))
 			},
 		}
 	}
-	promote := lever("promote", "Approve the gates of the run in flight and skip to promotion ("+AnnotationPromote+")",
+	promote := lever("promote", "Approve the gates of the canary run in flight and skip to promotion ("+AnnotationPromote+")",
 		func(ctx context.Context, c client.Client, k types.NamespacedName) error {
 			return Promote(ctx, c, o.Out, k, o.Now(), lo)
+		}, nil)
+	approve := lever("approve", "Let a data plane's fleet waves start after its canary wave ("+sluicev1.AnnotationApproveFleet+")",
+		nil, func(ctx context.Context, c client.Client, name string) error {
+			return ApproveDataPlane(ctx, c, o.Out, name, o.Now(), lo)
 		})
-	abort := lever("abort", "Roll the run in flight back now ("+AnnotationAbort+")",
+	abort := lever("abort", "Roll the run in flight back now: a canary's run, or a data plane's wave ("+AnnotationAbort+")",
 		func(ctx context.Context, c client.Client, k types.NamespacedName) error {
 			return Abort(ctx, c, o.Out, k, o.Now(), lo)
+		}, func(ctx context.Context, c client.Client, name string) error {
+			return AbortDataPlane(ctx, c, o.Out, name, o.Now(), lo)
 		})
-	retry := lever("retry", "Run the failed revision again, without editing the Deployment ("+AnnotationRetry+")",
+	retry := lever("retry", "Run a failed canary revision, or a rolled-back data plane version, again ("+AnnotationRetry+")",
 		func(ctx context.Context, c client.Client, k types.NamespacedName) error {
 			return Retry(ctx, c, o.Out, k, o.Now(), lo)
+		}, func(ctx context.Context, c client.Client, name string) error {
+			return RetryDataPlane(ctx, c, o.Out, name, o.Now(), lo)
 		})
-	for _, cmd := range []*cobra.Command{promote, abort, retry} {
-		cmd.Flags().BoolVar(&lo.Force, "force", false, "Set the annotation whatever the canary's phase.")
+	for _, cmd := range []*cobra.Command{promote, approve, abort, retry} {
+		cmd.Flags().BoolVar(&lo.Force, "force", false, "Set the annotation whatever the phase.")
 	}
-	pause := lever("pause", "Suspend the canary: the controller stops acting and traffic stays as it is (spec.suspend=true)",
+	pause := lever("pause", "Suspend a canary or data plane: the controller stops acting, traffic and pods stay as they are (spec.suspend=true)",
 		func(ctx context.Context, c client.Client, k types.NamespacedName) error {
 			return Pause(ctx, c, o.Out, k)
+		}, func(ctx context.Context, c client.Client, name string) error {
+			return SuspendDataPlane(ctx, c, o.Out, name, true)
 		})
-	resume := lever("resume", "Resume a paused canary (spec.suspend=false)",
+	resume := lever("resume", "Resume a paused canary or data plane (spec.suspend=false)",
 		func(ctx context.Context, c client.Client, k types.NamespacedName) error {
 			return Resume(ctx, c, o.Out, k)
+		}, func(ctx context.Context, c client.Client, name string) error {
+			return SuspendDataPlane(ctx, c, o.Out, name, false)
 		})
 
-	root.AddCommand(get, status, watch, promote, abort, retry, pause, resume)
+	root.AddCommand(get, status, watch, promote, approve, abort, retry, pause, resume, newConvertCommand(o))
 	return root
 }
 
