@@ -119,7 +119,9 @@ func checkAddress(address string) error {
 // query runs an instant query at ts (the server's now when ts is zero) with Options.QueryTimeout,
 // on both the client and the server side. errors: ErrUnreachable (network error, timeout, HTTP
 // error such as 401 or 503, naming the address); a query the server rejected (bad_data,
-// execution, timeout, canceled), naming the address.
+// execution, timeout, canceled), naming the address; ErrPartial when Prometheus answered with
+// warnings (a partial result, e.g. a remote store that did not answer), naming them. A partial
+// result is never judged.
 func (e *Engine) query(ctx context.Context, s server, q string, ts time.Time) (model.Value, error) {
 	api, err := e.clients.get(s)
 	if err != nil {
@@ -127,9 +129,12 @@ func (e *Engine) query(ctx context.Context, s server, q string, ts time.Time) (m
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.opts.QueryTimeout)
 	defer cancel()
-	v, _, _, err := api.Query(ctx, q, ts, promv1.WithTimeout(e.opts.QueryTimeout))
+	v, warnings, _, err := api.Query(ctx, q, ts, promv1.WithTimeout(e.opts.QueryTimeout))
 	if err != nil {
 		return nil, queryError(ctx, s.address, err)
+	}
+	if len(warnings) > 0 {
+		return nil, fmt.Errorf("%w: Prometheus at %s answered with warnings: %s", ErrPartial, s.address, strings.Join(warnings, "; "))
 	}
 	return v, nil
 }

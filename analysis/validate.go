@@ -14,8 +14,8 @@ import (
 const DefaultScrapeInterval = 15 * time.Second
 
 // ValidateSpec reports what makes c's metrics impossible to evaluate as written: duplicate or empty
-// metric names, a name that is neither a built-in nor backed by a templateRef, an unparsable
-// interval, minRequestCount on a MetricTemplate metric, an unknown mesh, onNoData or comparison
+// metric names, a name that is neither a built-in nor backed by a templateRef, a metric with neither
+// a threshold nor a primary comparison (it would always pass), an unparsable interval, minRequestCount on a MetricTemplate metric, an unknown mesh, onNoData or comparison
 // direction, a negative maxDelta, or thresholdRange min > max. Most of these are also refused at
 // admission; this catches objects written before a validation existed. errors: one error wrapping
 // ErrInvalidSpec that lists every problem.
@@ -64,6 +64,9 @@ func ValidateSpec(c *sluicev1.Canary) error {
 		case "", sluicev1.NoDataFail, sluicev1.NoDataSkip:
 		default:
 			add("metric %q: onNoData %q (want Fail or Skip)", m.Name, m.OnNoData)
+		}
+		if r := m.ThresholdRange; (r == nil || (r.Min == nil && r.Max == nil)) && m.CompareToPrimary == nil {
+			add("metric %q: no thresholdRange min or max and no compareToPrimary: it would pass whatever it measures", m.Name)
 		}
 		if r := m.ThresholdRange; r != nil && r.Min != nil && r.Max != nil && *r.Min > *r.Max {
 			add("metric %q: thresholdRange min %s > max %s", m.Name, formatBound(*r.Min), formatBound(*r.Max))

@@ -109,15 +109,37 @@ type CanaryAnalysis struct {
 	// +optional
 	FailedChecksMode string `json:"failedChecksMode,omitempty"`
 
-	// Metrics checked at every step.
+	// Metrics checked at every step. Names are unique: a second metric of the same name is
+	// refused, not merged.
 	// +optional
+	// +listType=map
+	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
 	Metrics []CanaryMetric `json:"metrics,omitempty"`
 
-	// Webhooks called at the gates of a run.
+	// Webhooks called at the gates of a run. Names are unique: each webhook is its own call.
 	// +optional
+	// +listType=map
+	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
 	Webhooks []CanaryWebhook `json:"webhooks,omitempty"`
+
+	// AdvanceWithoutData lets a step advance on a check in which no metric had a verdict (every
+	// metric Skipped: onNoData Skip, or fewer requests than minRequestCount). Default false: such a
+	// check is no evidence, and the step holds until a metric passes (the progress deadline still
+	// applies). When a step advances without data, the Canary's status and an event say so.
+	// +optional
+	AdvanceWithoutData bool `json:"advanceWithoutData,omitempty"`
+
+	// ConsecutiveErrorLimit is the number of consecutive checks that could not be judged (metrics
+	// server unreachable, query rejected, partial results) after which the run is rolled back with
+	// "metrics unavailable" as the reason. Such checks are not failed checks: the step holds, no
+	// weight changes. Default 4, as Argo Rollouts' consecutiveErrorLimit.
+	// +kubebuilder:default=4
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	ConsecutiveErrorLimit *int32 `json:"consecutiveErrorLimit,omitempty"`
 
 	// Alerts send notifications of transitions to AlertProviders.
 	// +optional
@@ -126,7 +148,10 @@ type CanaryAnalysis struct {
 }
 
 // CanaryMetric is one check: a built-in metric or a MetricTemplate, with its threshold range.
+// A metric needs a thresholdRange or compareToPrimary: without either it would pass whatever it
+// measured.
 //
+// +kubebuilder:validation:XValidation:rule="has(self.thresholdRange) || has(self.compareToPrimary)",message="metric: set thresholdRange (or compareToPrimary); without either the metric would pass whatever it measures"
 // +kubebuilder:validation:XValidation:rule="has(self.templateRef) || has(self.query) || self.name in ['request-success-rate', 'request-duration']",message="metric: name must be a built-in (request-success-rate, request-duration), or query or templateRef must be set"
 // +kubebuilder:validation:XValidation:rule="!(has(self.templateRef) && has(self.query))",message="metric: set templateRef or query, not both"
 // +kubebuilder:validation:XValidation:rule="!has(self.query) || !(has(self.compareToPrimary) || has(self.minRequestCount))",message="metric.query is run as written: compareToPrimary and minRequestCount need a built-in metric or a MetricTemplate"
@@ -191,8 +216,9 @@ const (
 	NoDataSkip NoDataPolicy = "Skip"
 )
 
-// ThresholdRange is an inclusive range; either bound may be omitted.
+// ThresholdRange is an inclusive range; either bound may be omitted, not both.
 //
+// +kubebuilder:validation:XValidation:rule="has(self.min) || has(self.max)",message="thresholdRange: set min, max or both"
 // +kubebuilder:validation:XValidation:rule="!has(self.min) || !has(self.max) || self.min <= self.max",message="thresholdRange.min must be less than or equal to thresholdRange.max"
 type ThresholdRange struct {
 	// +optional

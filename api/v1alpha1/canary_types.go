@@ -314,13 +314,20 @@ type HeaderOperation struct {
 }
 
 // ProgressionWindow is a time window in which a rollout may advance: it opens at every time the
-// cron Schedule fires and stays open for Duration.
+// cron Schedule fires and stays open for Duration. A window that can never open (a schedule that
+// never fires, such as February 30th) fails closed: runs hold and the Canary is Stalled, naming
+// the window.
 type ProgressionWindow struct {
-	// Schedule in standard five-field cron syntax, e.g. "0 9 * * 1-5".
+	// Schedule in standard five-field cron syntax, e.g. "0 9 * * 1-5", or a descriptor such as
+	// @daily or @every 1h.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|@every [0-9hms.]+|[^ ]+( +[^ ]+){4})$')",message="windows[].schedule must have five cron fields (minute hour day-of-month month day-of-week) or be a descriptor such as @daily"
 	Schedule string `json:"schedule"`
-	// Duration the window stays open, e.g. 8h.
+	// Duration the window stays open, e.g. 8h; longer than zero.
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+(\\\\.[0-9]+)?(ms|s|m|h))+$') || duration(self) > duration('0s')",message="windows[].duration must be longer than zero: a window of no length never opens"
 	Duration string `json:"duration"`
 	// TimeZone of the schedule, an IANA name such as Europe/Berlin. Default UTC.
 	// +optional

@@ -40,6 +40,20 @@ const (
 	ReasonPrimaryMissing     = "PrimaryMissing"
 	ReasonTargetConflict     = "TargetConflict"
 	ReasonReconcileError     = "ReconcileError"
-	ReasonResumed            = "Resumed"
-	ReasonPrimaryCreated     = "PrimaryCreated"
+	// ReasonInvalidQuery: a MetricTemplate's query does not render or is not valid PromQL.
+	ReasonInvalidQuery = "InvalidQuery"
+	// ReasonValidQuery: a MetricTemplate's query renders and parses.
+	ReasonValidQuery = "ValidQuery"
+	// ReasonInvalidWindow: a progression window can never open; runs hold (fail closed).
+	ReasonInvalidWindow = "InvalidWindow"
+	// ReasonMetricsUnavailable: checks could not be judged; the run holds, and rolls back past
+	// analysis.consecutiveErrorLimit.
+	ReasonMetricsUnavailable = "MetricsUnavailable"
+	// ReasonCanaryUnready: the canary lost its ready pods; its weight went to 0 and the run waits
+	// under the progress deadline.
+	ReasonCanaryUnready = "CanaryUnready"
+	// ReasonNoEvidence: the last check had no metric verdict; the step holds.
+	ReasonNoEvidence     = "NoEvidence"
+	ReasonResumed        = "Resumed"
+	ReasonPrimaryCreated = "PrimaryCreated"
 )

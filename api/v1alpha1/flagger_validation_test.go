@@ -72,7 +72,8 @@ func TestFlaggerFieldsAccepted(t *testing.T) {
 		},
 		"inline query": func(c *sluicev1.Canary) {
 			c.Spec.Analysis.Metrics = append(c.Spec.Analysis.Metrics, sluicev1.CanaryMetric{Name: "p95",
-				Query: `histogram_quantile(0.95, sum(rate(http_duration_seconds_bucket[1m])) by (le))`})
+				Query:          `histogram_quantile(0.95, sum(rate(http_duration_seconds_bucket[1m])) by (le))`,
+				ThresholdRange: &sluicev1.ThresholdRange{Max: ptr.To(0.5)}})
 		},
 	}
 	i := 0

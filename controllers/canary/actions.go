@@ -30,6 +30,8 @@ func (r *Reconciler) execute(ctx context.Context, canary *sluicev1.Canary, route
 			err = r.promotePrimary(ctx, canary, target, primary, refs, d.Status.LastAppliedSpec)
 		case plan.ActionSetWeights:
 			err = router.SetRoutes(ctx, canary, providers.CanaryWeight(d.Status.CanaryWeight))
+		case plan.ActionRestorePrimary:
+			err = r.restorePrimary(ctx, primary, d.Status.LastPromotedSpec)
 		case plan.ActionABRoutesOn:
 			err = router.SetABRoutes(ctx, canary, true)
 		case plan.ActionABRoutesOff:

@@ -79,6 +79,8 @@ type Reconciler struct {
 	cap rolloutCap
 	// writes remembers this controller's own status writes (the stale-cache guard).
 	writes reconcilekit.WriteLog
+	// checks remembers each Canary's last check per round (see checkMemo).
+	checks checkMemo
 }
 
 // +kubebuilder:rbac:groups=sluice.dev,resources=canaries,verbs=get;list;watch;update;patch

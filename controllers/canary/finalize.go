@@ -91,7 +91,9 @@ func (r *Reconciler) restoreTarget(ctx context.Context, canary *sluicev1.Canary,
 	switch err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: names.Apex}, apex); {
 	case err == nil && ownedBy(apex, canary):
 		patch := client.MergeFrom(apex.DeepCopy())
-		apex.Spec.Selector = target.Spec.Selector.MatchLabels
+		if _, err := restoreOriginal(apex, target); err != nil {
+			return false, err
+		}
 		apex.OwnerReferences = withoutOwner(apex.OwnerReferences, canary.UID)
 		if err := r.Patch(ctx, apex, patch); err != nil {
 			return false, fmt.Errorf("pointing service %s back at %s: %w", names.Apex, target.Name, err)

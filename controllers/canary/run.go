@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"sluice.dev/sluice/analysis"
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
@@ -19,118 +18,49 @@ import (
 	"sluice.dev/sluice/providers"
 )
 
-// reconcileRun runs the lifecycle step and turns its error into conditions: a stall (only a
-// change to the spec or the cluster fixes it) is looked at again after one interval.
+// reconcileRun runs the lifecycle step and turns its outcome into conditions. A stall (only a
+// change to the spec or the cluster fixes it) is looked at again after one interval; a stall met
+// during a run went to the planner too (checks go on, the progress deadline ends the run) and is
+// reported the same way.
 func (r *Reconciler) reconcileRun(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary) (ctrl.Result, error) {
 	r.checkAlertProviders(ctx, tick, canary)
-	res, err := r.step(ctx, tick, canary)
+	res, stall, err := r.step(ctx, tick, canary)
+	if err == nil && stall != nil {
+		err = reconcilekit.Stalled(stall.Reason, "%s", stall.Message)
+		if res.RequeueAfter > 0 && res.RequeueAfter < plan.Interval(canary.Spec) {
+			// The run goes on under the stall: keep its pace, and report the stall.
+			settled, _ := tick.Settle(res, err, res.RequeueAfter)
+			return settled, nil
+		}
+	}
 	return tick.Settle(res, stallPermanent(err), plan.Interval(canary.Spec))
 }
 
-func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary) (ctrl.Result, error) {
+// step runs one tick: observe → gather (gates, analysis) → decide → apply. It returns the stall
+// the planner saw, if any.
+func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary) (ctrl.Result, *plan.Hold, error) {
 	router, ok := r.Routers[providerOf(canary)]
 	if !ok {
-		return ctrl.Result{}, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "provider %q is not enabled in this controller", providerOf(canary))
+		return ctrl.Result{}, nil, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "provider %q is not enabled in this controller", providerOf(canary))
 	}
 	if err := r.checkAccess(canary); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := analysis.ValidateIntervals(canary, r.scrapeInterval()); err != nil {
-		return ctrl.Result{}, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
+		return ctrl.Result{}, nil, err
 	}
 	if err := r.targetConflict(ctx, canary); err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, nil, err
 	}
-	target, err := r.target(ctx, canary)
+	obs, err := r.observe(ctx, tick, canary, router)
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{RequeueAfter: plan.PollInterval}, nil, err
 	}
-	refs := configRefs(&target.Spec.Template.Spec)
-	tracked, err := r.trackedConfigs(ctx, canary.Namespace, refs)
-	if err != nil {
-		return ctrl.Result{}, err
+	if res, done, err := r.gather(ctx, tick, canary, obs); done || err != nil {
+		return res, obs.o.Stall, err
 	}
-	revision := revisionOf(&target.Spec.Template, tracked)
-	if err := r.checkNameClashes(ctx, canary, target, refs); err != nil {
-		return ctrl.Result{}, err
+	d := plan.Decide(obs.o)
+	if err := r.apply(ctx, tick, canary, router, obs, d); err != nil {
+		return ctrl.Result{}, obs.o.Stall, err
 	}
-	if err := r.ensureServices(ctx, tick, canary, target); err != nil {
-		return ctrl.Result{}, err
-	}
-	primary, err := r.ensurePrimary(ctx, tick, canary, target, refs, revision)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.ensureAutoscalers(ctx, canary, primary); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := router.Reconcile(ctx, canary); err != nil {
-		return ctrl.Result{}, fmt.Errorf("reconciling routes: %w", err)
-	}
-	if wait, err := r.metricsReady(ctx, canary); err != nil || wait {
-		return ctrl.Result{RequeueAfter: plan.PollInterval}, err
-	}
-
-	o := plan.Observed{
-		Now: tick.Now(), Spec: canary.Spec, Status: canary.Status, Revision: revision, TrackedConfigs: tracked,
-		Primary: workloadOf(primary, primary.Annotations[AnnotationRevision]),
-		Canary:  workloadOf(target, revision),
-		Requests: map[string]string{
-			sluicev1.AnnotationPromote: canary.Annotations[sluicev1.AnnotationPromote],
-			sluicev1.AnnotationAbort:   canary.Annotations[sluicev1.AnnotationAbort],
-			sluicev1.AnnotationRetry:   canary.Annotations[sluicev1.AnnotationRetry],
-		},
-	}
-	if w, err := router.GetRoutes(ctx, canary); err == nil {
-		o.RouteWeight, o.RouteKnown = w.Canary, true
-		if on, err := router.GetABRoutes(ctx, canary); err == nil {
-			o.RouteABOn, o.RouteABKnown = on, true
-		}
-		observeExtras(ctx, router, canary, &o)
-	} else if canary.Status.Phase != "" && canary.Status.Phase != sluicev1.CanaryPhaseInitializing {
-		log.FromContext(ctx).Info("Reading route weights failed", "error", err.Error())
-	}
-	if hold, err := r.hold(ctx, canary, o); err != nil {
-		return ctrl.Result{}, err
-	} else {
-		o.Hold = hold
-	}
-	gatesDue := len(plan.GatesDue(o)) > 0
-	if gatesDue || plan.AnalysisDue(o) {
-		// Gates and checks are side effects that must not run twice: act on a current Canary.
-		if stale, err := tick.Kit().IsStale(ctx, canary); err != nil || stale {
-			return reconcilekit.StaleResult(), err
-		}
-	}
-	if gatesDue {
-		gates, pending := r.resolveGates(canary, o)
-		if pending {
-			return ctrl.Result{RequeueAfter: gatePoll}, nil
-		}
-		o.Gates = gates
-	}
-	if plan.AnalysisDue(o) {
-		check, err := r.Analyzer.Analyze(ctx, canary, o.Now)
-		if ctx.Err() != nil {
-			return ctrl.Result{}, ctx.Err()
-		}
-		if err != nil {
-			return ctrl.Result{}, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "analysis: %w", err)
-		}
-		o.Check = &plan.Check{Failed: check.Failed(), Summary: check.Summary(), Results: check.Results}
-	}
-
-	d := plan.Decide(o)
-	if err := r.execute(ctx, canary, router, target, primary, refs, d); err != nil {
-		return ctrl.Result{}, err
-	}
-	canary.Status = d.Status
-	tick.Event(d.Events...)
-	setPhaseConditions(canary, o.Hold, d.Events)
-	observeMetrics(canary, d.Events)
-	r.queueHooks(tick, canary, d.Events)
-	r.queueNotifications(tick, canary, d.Events)
-	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
+	return ctrl.Result{RequeueAfter: d.RequeueAfter}, obs.o.Stall, nil
 }
 
 // stallPermanent turns a provider error that says the route or the spec can never work as it is
@@ -205,24 +135,23 @@ func (r *Reconciler) target(ctx context.Context, canary *sluicev1.Canary) (*apps
 	return target, nil
 }
 
-// metricsReady keeps an initializing Canary waiting, with a condition, while its metrics server
-// does not answer. It reports whether to wait.
-func (r *Reconciler) metricsReady(ctx context.Context, canary *sluicev1.Canary) (bool, error) {
+// metricsReady reports why an initializing Canary must wait for its metrics server (nil: no
+// wait), for the planner to keep it Initializing with that reason.
+// errors: stalled for a spec problem (a missing MetricTemplate or Secret, a template that does
+// not render).
+func (r *Reconciler) metricsReady(ctx context.Context, canary *sluicev1.Canary) (*plan.Hold, error) {
 	phase := canary.Status.Phase
 	if phase != "" && phase != sluicev1.CanaryPhaseInitializing {
-		return false, nil
+		return nil, nil
 	}
 	if canary.Spec.SkipAnalysis || len(canary.Spec.Analysis.Metrics) == 0 || r.Analyzer == nil {
-		return false, nil
+		return nil, nil
 	}
 	if err := r.Analyzer.Ready(ctx, canary); err != nil {
 		if !errors.Is(err, analysis.ErrUnreachable) {
-			// A missing MetricTemplate or Secret, a template that does not render: fix the spec.
-			return false, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "analysis: %w", err)
+			return nil, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "analysis: %w", err)
 		}
-		canary.Status.Phase = sluicev1.CanaryPhaseInitializing
-		reconcilekit.MarkWaiting(canary, sluicev1.ReasonMetricsUnreachable, fmt.Sprintf("Waiting for the metrics server: %v", err))
-		return true, nil
+		return &plan.Hold{Reason: sluicev1.ReasonMetricsUnreachable, Message: fmt.Sprintf("Waiting for the metrics server: %v", err)}, nil
 	}
-	return false, nil
+	return nil, nil
 }

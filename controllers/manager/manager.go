@@ -19,6 +19,7 @@ import (
 	"sluice.dev/sluice/configread"
 	"sluice.dev/sluice/controllers/canary"
 	"sluice.dev/sluice/controllers/dataplane"
+	"sluice.dev/sluice/controllers/metrictemplate"
 	"sluice.dev/sluice/controllers/scheme"
 	"sluice.dev/sluice/egress"
 	"sluice.dev/sluice/notify"
@@ -156,6 +157,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		if err := dp.SetupWithManager(ctx, mgr, 2); err != nil {
 			return nil, fmt.Errorf("setting up the dataplane controller: %w", err)
 		}
+	}
+	if err := (&metrictemplate.Reconciler{Client: c}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the metrictemplate controller: %w", err)
 	}
 	return addHealthChecks(mgr)
 }

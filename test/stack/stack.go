@@ -180,10 +180,13 @@ func (s *Stack) ensureNamespace(ctx context.Context, name string) error {
 	return nil
 }
 
-// StartManager runs the Sluice manager in this process against the stack, with Prometheus as the
-// default metrics server and its 1 s scrape interval. It stops with Stop.
+// StartManager runs the Sluice manager in this process against the stack, with Prometheus (unless
+// o.MetricsServer names another address) as the default metrics server and its 1 s scrape
+// interval. It stops with Stop.
 func (s *Stack) StartManager(ctx context.Context, o manager.Options) error {
-	o.MetricsServer = s.Prom.Address()
+	if o.MetricsServer == "" {
+		o.MetricsServer = s.Prom.Address()
+	}
 	o.ScrapeInterval = time.Second
 	if o.MetricsAddr == "" {
 		o.MetricsAddr = "0"

@@ -188,7 +188,9 @@ func TestABGatesAndAnalysisDue(t *testing.T) {
 	}
 	ready := Workload{Exists: true, RolledOut: true, Desired: 2, Ready: 2, Updated: 2, Revision: "rev-2"}
 	o := func(phase sluicev1.CanaryPhase, on bool, iterations int32) Observed {
-		return Observed{Now: now, Spec: spec, Revision: "rev-2", Primary: ready, Canary: ready,
+		primary := ready
+		primary.Revision = "rev-1" // not promoted yet
+		return Observed{Now: now, Spec: spec, Revision: "rev-2", Primary: primary, Canary: ready,
 			Status: sluicev1.CanaryStatus{Phase: phase, LastAppliedSpec: "rev-2", LastPromotedSpec: "rev-1",
 				PreRolloutPassed: on, Iterations: iterations, LastStepTime: stamp(now.Add(-time.Hour)), LastProgressTime: stamp(now)}}
 	}
@@ -241,6 +243,7 @@ func TestABDecideTable(t *testing.T) {
 			sluicev1.CanaryPhaseProgressing, nil, ""},
 		{"stray A/B rules after a run are removed", func(o *Observed) {
 			o.Status.Phase, o.Status.LastPromotedSpec = sluicev1.CanaryPhaseSucceeded, "rev-2"
+			o.Primary.Revision = "rev-2" // the run was promoted
 			o.Canary = Workload{Exists: true, RolledOut: true, Revision: "rev-2"}
 		}, sluicev1.CanaryPhaseSucceeded, []Action{ActionABRoutesOff}, EventABRoutesRestored},
 		{"abort turns the A/B routing off before the scale-down", func(o *Observed) {

@@ -29,6 +29,9 @@ const (
 	// ActionABRoutesOff removes the A/B routing: every request follows the weights. Decide emits
 	// it first, before any action that scales the canary down.
 	ActionABRoutesOff Action = "ABRoutesOff"
+	// ActionRestorePrimary puts the primary back on status.lastPromotedSpec (its pod template and
+	// configs as they were promoted): a rollback after the primary had already been promoted.
+	ActionRestorePrimary Action = "RestorePrimary"
 )
 
 // Decision is what to do in this tick.
@@ -44,6 +47,13 @@ type Decision struct {
 	PrimaryReplicas int32
 	// RequeueAfter is when to look again.
 	RequeueAfter time.Duration
+	// StatusFirst says the status must be written before the actions run. Decide sets it when the
+	// actions move traffic back to the primary (rollback, cancel, abort): if an action is then
+	// lost, the next tick repairs it from the status (idle phases put the route and the canary's
+	// replicas back to what status says); if the status were written last and lost, the run would
+	// still be Progressing and move traffic forward again. Forward moves write the status last: a
+	// lost status is recovered from the route and the primary (see recoverLostWrites).
+	StatusFirst bool
 }
 
 // Has reports whether the decision carries action a.
@@ -94,6 +104,8 @@ const (
 	DefaultThreshold               = 5
 	DefaultProgressDeadlineSeconds = 600
 	DefaultReadyThreshold          = 100
+	// DefaultConsecutiveErrorLimit is analysis.consecutiveErrorLimit's default, as Argo Rollouts'.
+	DefaultConsecutiveErrorLimit = 4
 	// PollInterval is how soon to look again while waiting for a workload to become ready.
 	PollInterval = 2 * time.Second
 )
@@ -112,6 +124,15 @@ func Threshold(spec sluicev1.CanarySpec) int32 {
 		return spec.Analysis.Threshold
 	}
 	return DefaultThreshold
+}
+
+// ConsecutiveErrorLimit is the number of checks in a row that could not be judged after which
+// the run rolls back (default 4).
+func ConsecutiveErrorLimit(spec sluicev1.CanarySpec) int32 {
+	if l := spec.Analysis.ConsecutiveErrorLimit; l != nil && *l > 0 {
+		return *l
+	}
+	return DefaultConsecutiveErrorLimit
 }
 
 // ProgressDeadline is how long a run may go without progress (default 600 s).

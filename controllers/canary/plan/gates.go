@@ -40,22 +40,32 @@ func GatesDue(o Observed) []sluicev1.WebhookType {
 	phase := o.Status.Phase
 	switch phase {
 	case sluicev1.CanaryPhaseInitialized, sluicev1.CanaryPhaseSucceeded, sluicev1.CanaryPhaseFailed, sluicev1.CanaryPhaseWaiting:
-		if o.Hold == nil && o.Revision != o.Status.LastAppliedSpec && o.Revision != o.Status.LastPromotedSpec {
+		if o.Hold == nil && o.Stall == nil && o.Revision != o.Status.LastAppliedSpec && o.Revision != o.Status.LastPromotedSpec {
 			add(sluicev1.WebhookConfirmRollout)
 		}
 		return due
 	case sluicev1.CanaryPhaseProgressing, sluicev1.CanaryPhaseWaitingPromotion:
+	case sluicev1.CanaryPhasePromoting:
+		if AnalysisDue(o) {
+			add(sluicev1.WebhookRollout, sluicev1.WebhookRollback)
+		}
+		return due
 	default:
 		return nil
 	}
 	if o.Revision != o.Status.LastAppliedSpec || o.Status.FailedChecks >= Threshold(o.Spec) || deadlinePassed(o) || o.Spec.SkipAnalysis {
 		return nil
 	}
-	if _, blocked := stepBlocked(o); blocked {
+	if _, ok := checkDue(o); !ok || lostWrite(o) || !o.Canary.IsReady(CanaryReadyThreshold(o.Spec)) ||
+		o.Status.ConsecutiveErrors >= ConsecutiveErrorLimit(o.Spec) {
 		return nil
 	}
 	w, iterated := o.Status.CanaryWeight, countsPassingChecks(o.Spec)
+	held := o.Hold != nil || o.Stall != nil // the checks run; the gates of the advance wait
 	if !trafficOn(o.Spec, o.Status) && phase == sluicev1.CanaryPhaseProgressing {
+		if held {
+			return due
+		}
 		if !o.Status.PreRolloutPassed && HasWebhooks(o.Spec, sluicev1.WebhookPreRollout) {
 			add(sluicev1.WebhookPreRollout)
 			return due
@@ -66,6 +76,9 @@ func GatesDue(o Observed) []sluicev1.WebhookType {
 		return due
 	}
 	add(sluicev1.WebhookRollout, sluicev1.WebhookRollback)
+	if held {
+		return due
+	}
 	if iterated {
 		if o.Status.Iterations+1 >= o.Spec.Analysis.Iterations {
 			add(sluicev1.WebhookConfirmPromotion)

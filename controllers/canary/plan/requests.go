@@ -6,12 +6,15 @@ import (
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 )
 
+// requestKeys are the request annotations, in the order they are handled.
+var requestKeys = []string{sluicev1.AnnotationAbort, sluicev1.AnnotationPromote, sluicev1.AnnotationRetry}
+
 // handleRequests acts on new request annotations (abort before promote before retry) and records
 // every new value as handled, whether it applied or not, so a leftover annotation never acts on a
 // later run. It reports whether a request decided this tick.
 func handleRequests(o Observed, d *Decision) bool {
 	fresh := map[string]bool{}
-	for _, key := range []string{sluicev1.AnnotationAbort, sluicev1.AnnotationPromote, sluicev1.AnnotationRetry} {
+	for _, key := range requestKeys {
 		v := o.Requests[key]
 		if v == "" || o.Status.LastHandledRequests[key] == v {
 			continue
@@ -48,8 +51,10 @@ func handleRequests(o Observed, d *Decision) bool {
 		d.normal(EventRequest, fmt.Sprintf("Retry requested (%s): running %s again", sluicev1.AnnotationRetry, o.Revision))
 		startRun(o, d)
 	default:
-		for key := range fresh {
-			d.normal(EventRequest, fmt.Sprintf("Request %s=%s ignored: nothing to act on in phase %s", key, o.Requests[key], phase))
+		for _, key := range requestKeys {
+			if fresh[key] {
+				d.normal(EventRequest, fmt.Sprintf("Request %s=%s ignored: nothing to act on in phase %s", key, o.Requests[key], phase))
+			}
 		}
 		return false
 	}

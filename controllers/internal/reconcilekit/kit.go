@@ -80,7 +80,7 @@ func (k Kit) IsStale(ctx context.Context, obj client.Object) (bool, error) {
 // fail its patch with a conflict). Return StaleResult then. The check costs no request; after a
 // restart the memory is empty and the optimistic lock still guards the write.
 func (k Kit) Begin(obj Object) (*Tick, bool) {
-	if k.Writes.cacheBehind(obj) {
+	if k.Writes.cacheBehind(obj, k.Now()) {
 		return nil, false
 	}
 	base, ok := obj.DeepCopyObject().(Object)
@@ -90,27 +90,38 @@ func (k Kit) Begin(obj Object) (*Tick, bool) {
 	return &Tick{kit: k, obj: obj, base: base}, true
 }
 
-// WriteLog remembers, per object, the resourceVersion its last status patch was based on. The
-// zero value is ready; it is safe for concurrent use.
+// WriteLog remembers, per object, the resourceVersion its last status patch was based on, and
+// when. The zero value is ready; it is safe for concurrent use.
 type WriteLog struct {
-	patchedFrom sync.Map // client.ObjectKey → resourceVersion
+	patchedFrom sync.Map // client.ObjectKey → ownWrite
 }
 
-func (w *WriteLog) cacheBehind(obj client.Object) bool {
+// ownWrite is one remembered status patch.
+type ownWrite struct {
+	basedOn string
+	at      time.Time
+}
+
+// OwnWriteMemory bounds how long Begin waits for the cache to show the controller's own last
+// status write: a write that never shows (lost after it was acknowledged) must not hold the
+// object forever.
+const OwnWriteMemory = 5 * time.Second
+
+func (w *WriteLog) cacheBehind(obj client.Object, now time.Time) bool {
 	key := client.ObjectKeyFromObject(obj)
-	rv, ok := w.patchedFrom.Load(key)
+	v, ok := w.patchedFrom.Load(key)
 	if !ok {
 		return false
 	}
-	if rv == obj.GetResourceVersion() {
+	if ow := v.(ownWrite); ow.basedOn == obj.GetResourceVersion() && now.Sub(ow.at) < OwnWriteMemory {
 		return true
 	}
 	w.patchedFrom.Delete(key)
 	return false
 }
 
-func (w *WriteLog) wrote(obj client.Object, basedOn string) {
-	w.patchedFrom.Store(client.ObjectKeyFromObject(obj), basedOn)
+func (w *WriteLog) wrote(obj client.Object, basedOn string, at time.Time) {
+	w.patchedFrom.Store(client.ObjectKeyFromObject(obj), ownWrite{basedOn: basedOn, at: at})
 }
 
 // Forget drops what the log holds for obj (a deleted object).
