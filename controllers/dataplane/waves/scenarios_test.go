@@ -260,3 +260,21 @@ func TestImmediateRollback(t *testing.T) {
 		t.Errorf("notifications %+v", w.notifications)
 	}
 }
+
+// TestPodDisruptionBudgetBlockingForeverKeepsRootCause: a PodDisruptionBudget refuses every
+// eviction of the wave's OnDelete pods. The run ends (rolled back at the progress deadline) and the
+// wave's message, which the Ready condition repeats, names the refused eviction, not "the pods
+// were restarted and did not come back on it" (they were never evicted).
+func TestPodDisruptionBudgetBlockingForeverKeepsRootCause(t *testing.T) {
+	spec := quietSpec()
+	spec.ProgressDeadlineSeconds = ptr.To[int32](60)
+	w := newWorld(spec)
+	w.fleet(1, oldVersion)
+	w.defaultVersion = newVersion
+	w.evictionBlocked = func(*world, Action) bool { return true }
+	w.runUntil(t, 200, sluicev1.DataPlaneRolledBack, sluicev1.DataPlaneFailed)
+	msg := w.status.Waves[0].Message
+	if !strings.Contains(msg, "disruption budget") || strings.Contains(msg, "did not come back") {
+		t.Fatalf("wave 0 ended %s with message %q: want the refused eviction as the root cause", w.status.Waves[0].Phase, msg)
+	}
+}
