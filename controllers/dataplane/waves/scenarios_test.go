@@ -177,6 +177,10 @@ func TestGoldenDriftRestart(t *testing.T) {
 	if v := w.versions("ns-1"); v != newVersion+" x6" || w.namespace("ns-1").pin != newVersion {
 		t.Fatalf("ns-1 runs %s, pinned %s", v, w.namespace("ns-1").pin)
 	}
+	// The drift wave moves ns-1 again: the fleet still has 12 meshed pods, not 18.
+	if s := w.status; s.Desired != 12 || s.Current != 12 {
+		t.Fatalf("DESIRED %d CURRENT %d after the drift wave: want 12/12 (each namespace counted once)", s.Desired, s.Current)
+	}
 	golden.Assert(t, "drift-restart", w.log)
 }
 
