@@ -112,18 +112,12 @@ const (
 
 // Interval is the analysis interval (default 1m).
 func Interval(spec sluicev1.CanarySpec) time.Duration {
-	if d, err := time.ParseDuration(spec.Analysis.Interval); err == nil && d > 0 {
-		return d
-	}
-	return DefaultInterval
+	return sluicev1.DurationOr(spec.Analysis.Interval, DefaultInterval)
 }
 
 // Threshold is the number of failed checks that rolls a run back (default 5).
 func Threshold(spec sluicev1.CanarySpec) int32 {
-	if spec.Analysis.Threshold > 0 {
-		return spec.Analysis.Threshold
-	}
-	return DefaultThreshold
+	return sluicev1.CountOr(spec.Analysis.Threshold, DefaultThreshold)
 }
 
 // ConsecutiveErrorLimit is the number of checks in a row that could not be judged after which
@@ -137,10 +131,7 @@ func ConsecutiveErrorLimit(spec sluicev1.CanarySpec) int32 {
 
 // ProgressDeadline is how long a run may go without progress (default 600 s).
 func ProgressDeadline(spec sluicev1.CanarySpec) time.Duration {
-	if spec.ProgressDeadlineSeconds != nil && *spec.ProgressDeadlineSeconds > 0 {
-		return time.Duration(*spec.ProgressDeadlineSeconds) * time.Second
-	}
-	return DefaultProgressDeadlineSeconds * time.Second
+	return sluicev1.SecondsOr(spec.ProgressDeadlineSeconds, DefaultProgressDeadlineSeconds*time.Second)
 }
 
 func readyThreshold(p *int32) int32 {
