@@ -22,9 +22,6 @@ import (
 	"sluice.dev/sluice/tenancy"
 )
 
-// defaultScrapeInterval is Prometheus' default scrape interval.
-const defaultScrapeInterval = 15 * time.Second
-
 // Finalizer holds a deleted Canary until its traffic is safe without it: with revertOnDeletion
 // the target serves again through the user's original routing; without it the primary objects are
 // orphaned and keep serving.

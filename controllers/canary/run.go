@@ -87,7 +87,7 @@ func (r *Reconciler) scrapeInterval() time.Duration {
 	if r.ScrapeInterval > 0 {
 		return r.ScrapeInterval
 	}
-	return defaultScrapeInterval
+	return analysis.DefaultScrapeInterval
 }
 
 // targetConflict stalls every Canary but the oldest that targets the same Deployment: two
