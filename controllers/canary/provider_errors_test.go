@@ -147,13 +147,26 @@ func TestPermanentRouteErrorsStall(t *testing.T) {
 						err: fmt.Errorf("%w: route %s/podinfo", s.err, h.ns)}
 					h.app(1, "1")
 					h.create(h.canaryFor())
-					h.tick()
-					h.tick() // the same stall again: no second event
+					tickUntilStalled(h)
 					assertStalled(t, h, s.reason, s.err.Error())
 				})
 			}
 		})
 	}
+}
+
+// tickUntilStalled ticks until the Canary is Stalled (the route is reconciled only once the
+// primary is ready, so the stall comes after a few ticks), then once more: the same stall again
+// must not record a second event.
+func tickUntilStalled(h *harness) {
+	h.t.Helper()
+	for i := 0; i < 6; i++ {
+		h.tick()
+		if c := findCondition(h.canary(), sluicev1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue {
+			break
+		}
+	}
+	h.tick()
 }
 
 // assertStalled checks Stalled and Ready carry reason and a message containing msg, and that the
@@ -217,8 +230,7 @@ func TestRealRouteErrorsStall(t *testing.T) {
 			c := h.canaryFor()
 			c.Spec.Service.RouteRef = tt.routeRef
 			h.create(c)
-			h.tick()
-			h.tick()
+			tickUntilStalled(h)
 			assertStalled(t, h, tt.reason, tt.msg)
 		})
 	}
