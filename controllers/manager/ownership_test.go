@@ -211,7 +211,8 @@ func TestDeleteCanaryLeavesForeignApexAlone(t *testing.T) {
 	app(t, ns, "web", nil)
 	c := canaryFor(ns, "web")
 	c.Spec.Analysis.Metrics = []sluicev1.CanaryMetric{{Name: "theirs", Interval: "1m",
-		TemplateRef: &sluicev1.CrossNamespaceObjectReference{Name: "tpl", Namespace: "elsewhere"}}}
+		ThresholdRange: &sluicev1.ThresholdRange{Min: ptr.To(99.0)},
+		TemplateRef:    &sluicev1.CrossNamespaceObjectReference{Name: "tpl", Namespace: "elsewhere"}}}
 	create(t, c)
 	startManager(t, nil, manager.Options{Namespaces: []string{ns}})
 	waitCanary(t, ns, "web", 30*time.Second, "Stalled on the cross-namespace reference",

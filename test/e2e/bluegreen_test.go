@@ -121,7 +121,7 @@ func TestKubernetesProviderBlueGreen(t *testing.T) {
 			t.Errorf("stopping the stack: %v", err)
 		}
 	})
-	if err := s.StartManager(ctx, manager.Options{}); err != nil {
+	if err := s.StartManager(ctx, manager.Options{SkipNameValidation: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Apply(ctx, []byte(blueGreenApp)); err != nil {

@@ -46,7 +46,7 @@ func TestLinkerdPath(t *testing.T) {
 	if err := s.Client.Patch(ctx, c, patch); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.StartManager(ctx, manager.Options{}); err != nil {
+	if err := s.StartManager(ctx, manager.Options{SkipNameValidation: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.WaitPhase(ctx, stack.DemoNamespace, stack.DemoApp, sluicev1.CanaryPhaseInitialized, 2*time.Minute); err != nil {
