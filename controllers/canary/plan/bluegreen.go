@@ -58,18 +58,7 @@ func advanceBlueGreen(o Observed, d *Decision) {
 			s.LastAppliedSpec, mirrorDescription(o.Spec), n))
 		return
 	}
-	if s.Iterations < n {
-		s.Iterations++
-		d.normal(EventIterationPassed, fmt.Sprintf("Blue/green check %d/%d passed", s.Iterations, n))
-		if s.Iterations < n {
-			return
-		}
-	}
-	if g, held := gate(o, sluicev1.WebhookConfirmPromotion); held {
-		if o.Status.Phase != sluicev1.CanaryPhaseWaitingPromotion {
-			d.warning(EventWaitingAtGate, "Waiting at the confirm-promotion gate: "+g.Message)
-		}
-		d.setPhase(sluicev1.CanaryPhaseWaitingPromotion, o.Now)
+	if !iterationsDone(o, d, s, "Blue/green", n) {
 		return
 	}
 	d.setWeight(100)
