@@ -5,6 +5,8 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 export KUBEBUILDER_ASSETS := $(BIN)
 # Tests that start many apiservers share 2 cores in CI: keep package parallelism low.
 GO_TEST_FLAGS ?= -p 2 -count=1 -timeout 45m
+# How long pods of the demo stack take to become ready (make demo-up POD_READY_DELAY=5s).
+POD_READY_DELAY ?= 1s
 
 .PHONY: all
 all: build
@@ -73,8 +75,12 @@ demo: cluster-tools prometheus ## Run a good and a bad release end to end on a l
 	$(BIN)/demo
 
 .PHONY: demo-up
-demo-up: cluster-tools prometheus ## Bring the demo stack up in the background and print its KUBECONFIG.
-	hack/demo-stack.sh up
+demo-up: cluster-tools prometheus ## Bring the demo stack up in the background (POD_READY_DELAY=5s slows pods) and print its KUBECONFIG.
+	POD_READY_DELAY=$(POD_READY_DELAY) hack/demo-stack.sh up
+
+.PHONY: demo-restart-manager
+demo-restart-manager: ## Restart only the demo stack's Sluice manager (it resumes from status).
+	hack/demo-stack.sh restart-manager
 
 .PHONY: demo-down
 demo-down: ## Stop the stack demo-up started.

@@ -71,3 +71,29 @@ func TestCredentialsNeverLeaveTheirAddress(t *testing.T) {
 		t.Fatalf("the Canary's metricsServer received %d requests (Authorization %q): credentials or a redirect reached it", len(seen), seen)
 	}
 }
+
+// TestAddressPasswordNotInMessages: a template address with user info (credentials written into
+// the URL, e.g. by a platform team's shared template in the controller's namespace) is reported
+// redacted: the password never reaches a verdict, a readiness error or status a tenant reads.
+func TestAddressPasswordNotInMessages(t *testing.T) {
+	for _, code := range []int{http.StatusBadGateway, http.StatusBadRequest} {
+		failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(code)
+			_, _ = w.Write([]byte(`{"status":"error","errorType":"bad_data","error":"parse error"}`))
+		}))
+		address := strings.Replace(failing.URL, "http://", "http://admin:pa55word@", 1)
+		m := metricTemplate(ns, "shared", `vector(42)`)
+		m.Spec.Provider.Address = address
+		e := NewEngine(reader(m), Options{})
+		c := newCanary("app96", "", templateMetric("m", "shared"))
+		r := analyzeOne(t, e, c)
+		if r.Verdict != sluicev1.VerdictError || strings.Contains(r.Message, "pa55word") {
+			t.Errorf("HTTP %d: got %s %q, want Error without the password", code, r.Verdict, r.Message)
+		}
+		if err := e.Ready(context.Background(), c); err == nil || strings.Contains(err.Error(), "pa55word") {
+			t.Errorf("HTTP %d: Ready = %v, want an error without the password", code, err)
+		}
+		failing.Close()
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
-	"sluice.dev/sluice/providers"
 )
 
 // Built-in metric queries. Each mesh reads a different metric source:
@@ -41,7 +40,7 @@ func canaryWorkload(c *sluicev1.Canary) workload {
 	return workload{
 		namespace:  c.Namespace,
 		deployment: c.Spec.TargetRef.Name,
-		service:    providers.NamesFor(c).Canary,
+		service:    c.ServiceNames().Canary,
 	}
 }
 
@@ -50,7 +49,7 @@ func primaryWorkload(c *sluicev1.Canary) workload {
 	return workload{
 		namespace:  c.Namespace,
 		deployment: c.Spec.TargetRef.Name + "-primary",
-		service:    providers.NamesFor(c).Primary,
+		service:    c.ServiceNames().Primary,
 	}
 }
 

@@ -16,13 +16,14 @@
 // The canary engine counts a failed check when Check.Failed reports one. Engine.Ready checks that
 // the servers answer before a run starts; ValidateSpec and ValidateIntervals report specs that can
 // never be evaluated (the latter: windows shorter than twice the scrape interval, where rate()
-// returns nothing).
+// returns nothing); Engine.Validate runs both with the engine's scrape interval (the one place it
+// is configured), and Engine.Evaluate checks a validated Canary (Analyze is Validate + Evaluate).
 //
 // Built-in metrics (request-success-rate in percent 0–100, request-duration as P99 in
 // milliseconds) have PromQL per mesh (builtin.go). MetricTemplates are Go text/templates with
 // missingkey=error whose every value is escaped for a PromQL string literal (EscapeString).
 //
-// Files: engine.go (Engine, Analyze, Ready), metric.go (one metric: plan, queries, verdict),
+// Files: engine.go (Engine, Analyze, Validate, Evaluate, Ready), metric.go (one metric: plan, queries, verdict),
 // builtin.go, template.go, prometheus.go (client cache, queries), credentials.go, verdict.go
 // (pure judging and formatting), validate.go, escape.go, errors.go, check.go.
 package analysis

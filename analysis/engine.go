@@ -72,12 +72,26 @@ func NewEngine(reader client.Reader, opts Options) *Engine {
 // ErrIntervalTooShort when the spec cannot be evaluated; ctx's error when ctx ends before every
 // metric is done (the partial check is not returned, so it is not counted).
 func (e *Engine) Analyze(ctx context.Context, canary *sluicev1.Canary, now time.Time) (Check, error) {
+	if err := e.Validate(canary); err != nil {
+		return Check{}, err
+	}
+	return e.Evaluate(ctx, canary, now)
+}
+
+// Validate reports what makes canary's analysis impossible to evaluate as written: ValidateSpec,
+// then ValidateIntervals with the engine's scrape interval (the one place that interval is
+// configured). It does no I/O. errors: ErrInvalidSpec, ErrIntervalTooShort.
+func (e *Engine) Validate(canary *sluicev1.Canary) error {
 	if err := ValidateSpec(canary); err != nil {
-		return Check{}, err
+		return err
 	}
-	if err := ValidateIntervals(canary, e.opts.ScrapeInterval); err != nil {
-		return Check{}, err
-	}
+	return ValidateIntervals(canary, e.opts.ScrapeInterval)
+}
+
+// Evaluate is Analyze for a canary that passed Validate (the canary controller validates once per
+// tick, then evaluates when a check is due). errors: ctx's error when ctx ends before every
+// metric is done.
+func (e *Engine) Evaluate(ctx context.Context, canary *sluicev1.Canary, now time.Time) (Check, error) {
 	metrics := canary.Spec.Analysis.Metrics
 	results := make([]sluicev1.MetricResult, len(metrics))
 	sem := make(chan struct{}, e.opts.MaxConcurrentMetrics)
@@ -125,7 +139,7 @@ func (e *Engine) Ready(ctx context.Context, canary *sluicev1.Canary) error {
 		s := servers[k]
 		if _, err := e.query(ctx, s, "vector(1)", time.Time{}); err != nil {
 			if !errors.Is(err, ErrUnreachable) && !errors.Is(err, egress.ErrRefused) {
-				err = fmt.Errorf("%w: %s: %w", ErrUnreachable, s.address, err)
+				err = fmt.Errorf("%w: %s: %w", ErrUnreachable, redacted(s.address), err)
 			}
 			errs = append(errs, err)
 		}

@@ -25,6 +25,10 @@ var (
 	// or Secret, a template syntax error, an unknown variable).
 	ErrTemplate = errors.New("metric template error")
 
+	// ErrPartial means Prometheus answered with warnings: the result may be partial (a remote
+	// store or shard did not answer) and is not judged.
+	ErrPartial = errors.New("partial query result")
+
 	// ErrNoData means a query returned no series, NaN or ±Inf.
 	ErrNoData = errors.New("no data")
 

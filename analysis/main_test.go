@@ -156,8 +156,12 @@ func duration(max float64) sluicev1.CanaryMetric {
 	return sluicev1.CanaryMetric{Name: sluicev1.MetricRequestDuration, ThresholdRange: &sluicev1.ThresholdRange{Max: &max}}
 }
 
+// templateMetric is a MetricTemplate metric with a threshold any value of the fixtures meets
+// (a metric needs one: without it, it would pass whatever it measured).
 func templateMetric(name, template string) sluicev1.CanaryMetric {
-	return sluicev1.CanaryMetric{Name: name, TemplateRef: &sluicev1.CrossNamespaceObjectReference{Name: template}}
+	lowest := -1e9
+	return sluicev1.CanaryMetric{Name: name, TemplateRef: &sluicev1.CrossNamespaceObjectReference{Name: template},
+		ThresholdRange: &sluicev1.ThresholdRange{Min: &lowest}}
 }
 
 func metricTemplate(namespace, name, query string) *sluicev1.MetricTemplate {

@@ -23,8 +23,9 @@ type plan struct {
 
 // serverFor returns the server metric m queries and, for template metrics, the MetricTemplate:
 // the template's provider address, else spec.metricsServer, else Options.DefaultAddress, with the
-// template's credentials and TLS setting. A template's credentials go only to its own address.
-// errors: ErrNoMetricsServer, ErrTemplate, API errors.
+// template's credentials and TLS setting. A template's credentials go only to its own address;
+// built-in metrics and inline queries use the latter two. errors: ErrNoMetricsServer,
+// ErrTemplate, API errors.
 func (e *Engine) serverFor(ctx context.Context, c *sluicev1.Canary, m *sluicev1.CanaryMetric) (server, *sluicev1.MetricTemplate, error) {
 	var tpl *sluicev1.MetricTemplate
 	if m.TemplateRef != nil {
@@ -40,20 +41,21 @@ func (e *Engine) serverFor(ctx context.Context, c *sluicev1.Canary, m *sluicev1.
 	return s, tpl, nil
 }
 
-// planFor renders the queries of metric m. errors: ErrNoMetricsServer, ErrTemplate,
-// ErrInvalidSpec, API errors.
-func (e *Engine) planFor(ctx context.Context, c *sluicev1.Canary, m *sluicev1.CanaryMetric) (plan, error) {
-	w, err := metricWindow(c, m)
-	if err != nil {
-		return plan{}, err
-	}
+// planFor renders the queries of metric m for a check at now, over the window runWindow returns.
+// errors: ErrNoMetricsServer, ErrTemplate, ErrInvalidSpec, API errors.
+func (e *Engine) planFor(ctx context.Context, c *sluicev1.Canary, m *sluicev1.CanaryMetric, w time.Duration) (plan, error) {
+	var err error
 	p := plan{window: promDuration(w)}
 	var tpl *sluicev1.MetricTemplate
 	if p.srv, tpl, err = e.serverFor(ctx, c, m); err != nil {
 		return plan{}, err
 	}
-	if tpl != nil {
+	switch {
+	case tpl != nil:
 		return p, p.renderTemplate(c, m, tpl)
+	case m.Query != "":
+		p.query = m.Query // Flagger's inline query: run as written
+		return p, nil
 	}
 	return p, p.renderBuiltin(c, m)
 }
@@ -99,12 +101,47 @@ func (e *Engine) evaluate(ctx context.Context, c *sluicev1.Canary, m *sluicev1.C
 		ThresholdRange: FormatRange(m.ThresholdRange),
 		CheckedAt:      &metav1.Time{Time: now},
 	}
-	p, err := e.planFor(ctx, c, m)
+	w, clipped, err := e.runWindow(c, m, now)
+	if err != nil {
+		return withError(res, err)
+	}
+	res.Window = promDuration(w)
+	res.WindowStart = &metav1.Time{Time: now.Add(-w)}
+	if clipped && w < 2*e.opts.ScrapeInterval {
+		// Too little of the run to judge yet: rate() over it would see fewer than two samples.
+		res.Verdict = sluicev1.VerdictSkipped
+		res.Message = fmt.Sprintf("the run started %s ago; the metric window must not reach back before it and needs at least %s (twice the scrape interval)",
+			promDuration(w), 2*e.opts.ScrapeInterval)
+		return res
+	}
+	p, err := e.planFor(ctx, c, m, w)
 	if err != nil {
 		return withError(res, err)
 	}
 	res.Query = p.query
-	return e.judge(ctx, res, p, m, now)
+	res = e.judge(ctx, res, p, m, now)
+	if clipped && res.Message != "" {
+		res.Message += fmt.Sprintf(" (window %s, clipped to the run's start)", p.window)
+	}
+	return res
+}
+
+// runWindow returns metric m's window for a check at now: its interval (default the analysis
+// interval), clipped so that it never starts before the run (status.runStartTime), so a run is
+// judged on its own traffic only, never on a previous run's. clipped reports whether it was
+// shortened. errors: ErrInvalidSpec.
+func (e *Engine) runWindow(c *sluicev1.Canary, m *sluicev1.CanaryMetric, now time.Time) (w time.Duration, clipped bool, err error) {
+	if w, err = metricWindow(c, m); err != nil {
+		return 0, false, err
+	}
+	if start := c.Status.RunStartTime; start != nil && now.Add(-w).Before(start.Time) {
+		w = now.Sub(start.Time).Truncate(time.Millisecond)
+		if w < 0 {
+			w = 0
+		}
+		return w, true, nil
+	}
+	return w, false, nil
 }
 
 // judge runs the queries of plan p for metric m at now and fills in res: the request-count gate,

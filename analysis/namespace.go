@@ -87,14 +87,17 @@ func ValidateNamespaceAnalysis(a NamespaceAnalysis, scrapeInterval time.Duration
 			add("metric name %q is used twice", m.Name)
 		}
 		seen[m.Name] = true
-		if m.TemplateRef == nil {
+		switch {
+		case m.Query != "":
+			add("metric %q: an inline query is the same for every namespace; use a MetricTemplate (rendered per namespace)", m.Name)
+		case m.TemplateRef == nil:
 			if !isBuiltin(m.Name) {
 				add("metric %q: not a built-in (%s, %s) and no templateRef", m.Name,
 					sluicev1.MetricRequestSuccessRate, sluicev1.MetricRequestDuration)
 			} else if _, ok := namespaceSelectors[a.Mesh]; !ok {
 				add("metric %q: mesh %q has no per-namespace built-in metrics", m.Name, a.Mesh)
 			}
-		} else {
+		default:
 			if m.TemplateRef.Name == "" {
 				add("metric %q: templateRef has no name", m.Name)
 			}
@@ -274,5 +277,5 @@ func namespaceWindow(a NamespaceAnalysis, m *sluicev1.CanaryMetric) (time.Durati
 	if a.Interval > 0 {
 		return a.Interval, nil
 	}
-	return defaultAnalysisInterval, nil
+	return sluicev1.DefaultAnalysisInterval, nil
 }

@@ -87,7 +87,7 @@ func (c *clientCache) get(s server) (promv1.API, error) {
 	}
 	cl, err := promapi.NewClient(promapi.Config{Address: s.address, Client: c.egress.Client(rt)})
 	if err != nil {
-		return nil, fmt.Errorf("metrics server address %q: %w", s.address, err)
+		return nil, fmt.Errorf("metrics server address %q: %w", redacted(s.address), err)
 	}
 	if len(c.clients) >= maxClients {
 		for key, old := range c.clients {
@@ -119,7 +119,9 @@ func checkAddress(address string) error {
 // query runs an instant query at ts (the server's now when ts is zero) with Options.QueryTimeout,
 // on both the client and the server side. errors: ErrUnreachable (network error, timeout, HTTP
 // error such as 401 or 503, naming the address); a query the server rejected (bad_data,
-// execution, timeout, canceled), naming the address.
+// execution, timeout, canceled), naming the address; ErrPartial when Prometheus answered with
+// warnings (a partial result, e.g. a remote store that did not answer), naming them. A partial
+// result is never judged.
 func (e *Engine) query(ctx context.Context, s server, q string, ts time.Time) (model.Value, error) {
 	api, err := e.clients.get(s)
 	if err != nil {
@@ -127,9 +129,12 @@ func (e *Engine) query(ctx context.Context, s server, q string, ts time.Time) (m
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.opts.QueryTimeout)
 	defer cancel()
-	v, _, _, err := api.Query(ctx, q, ts, promv1.WithTimeout(e.opts.QueryTimeout))
+	v, warnings, _, err := api.Query(ctx, q, ts, promv1.WithTimeout(e.opts.QueryTimeout))
 	if err != nil {
 		return nil, queryError(ctx, s.address, err)
+	}
+	if len(warnings) > 0 {
+		return nil, fmt.Errorf("%w: Prometheus at %s answered with warnings: %s", ErrPartial, s.address, strings.Join(warnings, "; "))
 	}
 	return v, nil
 }
@@ -138,6 +143,7 @@ func (e *Engine) query(ctx context.Context, s server, q string, ts time.Time) (m
 // code only; its body (promv1.Error.Detail) goes to the debug log, never into status. Refusals of
 // the egress policy are not ErrUnreachable: retrying does not help.
 func queryError(ctx context.Context, address string, err error) error {
+	address = redacted(address)
 	if errors.Is(err, egress.ErrRefused) {
 		return fmt.Errorf("metrics server %s: %w", hostOf(address), err)
 	}
@@ -159,6 +165,15 @@ func queryError(ctx context.Context, address string, err error) error {
 		return fmt.Errorf("%w: %s: %w", ErrUnreachable, address, &promv1.Error{Type: apiErr.Type, Msg: apiErr.Msg})
 	}
 	return fmt.Errorf("%w: %s: %w", ErrUnreachable, address, err)
+}
+
+// redacted is address with the password of its user info, if any, replaced by "xxxxx": messages
+// name the server, never credentials written into its URL.
+func redacted(address string) string {
+	if u, err := url.Parse(address); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return address
 }
 
 // hostOf is the host of an address, for messages that must not repeat a whole URL.

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
-	"sluice.dev/sluice/providers"
 )
 
 // TemplateVars are the values a MetricTemplate query sees, as {{ .name }}, {{ .namespace }},
@@ -66,7 +65,7 @@ func templateVars(c *sluicev1.Canary, m *sluicev1.CanaryMetric, target, window s
 		Name:      c.Name,
 		Namespace: c.Namespace,
 		Target:    target,
-		Service:   providers.NamesFor(c).Apex,
+		Service:   c.ServiceNames().Apex,
 		Interval:  window,
 		Variables: m.TemplateVariables,
 	}

@@ -13,12 +13,9 @@ import (
 // DefaultScrapeInterval is the Prometheus scrape interval assumed when none is configured.
 const DefaultScrapeInterval = 15 * time.Second
 
-// defaultAnalysisInterval is spec.analysis.interval when empty (the CRD default).
-const defaultAnalysisInterval = time.Minute
-
 // ValidateSpec reports what makes c's metrics impossible to evaluate as written: duplicate or empty
-// metric names, a name that is neither a built-in nor backed by a templateRef, an unparsable
-// interval, minRequestCount on a MetricTemplate metric, an unknown mesh, onNoData or comparison
+// metric names, a name that is neither a built-in nor backed by a templateRef, a metric with neither
+// a threshold nor a primary comparison (it would always pass), an unparsable interval, minRequestCount on a MetricTemplate metric, an unknown mesh, onNoData or comparison
 // direction, a negative maxDelta, or thresholdRange min > max. Most of these are also refused at
 // admission; this catches objects written before a validation existed. errors: one error wrapping
 // ErrInvalidSpec that lists every problem.
@@ -41,9 +38,15 @@ func ValidateSpec(c *sluicev1.Canary) error {
 			add("metric name %q is used twice", m.Name)
 		}
 		seen[m.Name] = true
-		if m.TemplateRef == nil && !isBuiltin(m.Name) {
-			add("metric %q: not a built-in (%s, %s) and no templateRef", m.Name,
+		if m.TemplateRef == nil && m.Query == "" && !isBuiltin(m.Name) {
+			add("metric %q: not a built-in (%s, %s), and neither templateRef nor query is set", m.Name,
 				sluicev1.MetricRequestSuccessRate, sluicev1.MetricRequestDuration)
+		}
+		if m.TemplateRef != nil && m.Query != "" {
+			add("metric %q: set templateRef or query, not both", m.Name)
+		}
+		if m.Query != "" && (m.CompareToPrimary != nil || m.MinRequestCount != nil) {
+			add("metric %q: query is run as written: compareToPrimary and minRequestCount need a built-in metric or a MetricTemplate", m.Name)
 		}
 		if m.TemplateRef != nil && m.TemplateRef.Name == "" {
 			add("metric %q: templateRef has no name", m.Name)
@@ -61,6 +64,9 @@ func ValidateSpec(c *sluicev1.Canary) error {
 		case "", sluicev1.NoDataFail, sluicev1.NoDataSkip:
 		default:
 			add("metric %q: onNoData %q (want Fail or Skip)", m.Name, m.OnNoData)
+		}
+		if r := m.ThresholdRange; (r == nil || (r.Min == nil && r.Max == nil)) && m.CompareToPrimary == nil {
+			add("metric %q: no thresholdRange min or max and no compareToPrimary: it would pass whatever it measures", m.Name)
 		}
 		if r := m.ThresholdRange; r != nil && r.Min != nil && r.Max != nil && *r.Min > *r.Max {
 			add("metric %q: thresholdRange min %s > max %s", m.Name, formatBound(*r.Min), formatBound(*r.Max))
@@ -114,7 +120,7 @@ func ValidateIntervals(c *sluicev1.Canary, scrapeInterval time.Duration) error {
 // analysisInterval returns spec.analysis.interval, default 1m. errors: ErrInvalidSpec.
 func analysisInterval(c *sluicev1.Canary) (time.Duration, error) {
 	if c.Spec.Analysis.Interval == "" {
-		return defaultAnalysisInterval, nil
+		return sluicev1.DefaultAnalysisInterval, nil
 	}
 	d, err := parseInterval(c.Spec.Analysis.Interval)
 	if err != nil {

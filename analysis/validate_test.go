@@ -59,6 +59,8 @@ func TestValidateSpec(t *testing.T) {
 	bad(func(c *sluicev1.Canary) { c.Spec.Mesh = "consul" }, `unknown mesh "consul"`)
 	bad(func(c *sluicev1.Canary) { c.Spec.Analysis.Metrics[0].OnNoData = "Pass" }, "onNoData")
 	bad(func(c *sluicev1.Canary) { c.Spec.Analysis.Metrics[0].ThresholdRange.Max = ptr(0.5) }, "min 1 > max 0.5")
+	bad(func(c *sluicev1.Canary) { c.Spec.Analysis.Metrics[0].ThresholdRange = nil },
+		`metric "request-success-rate": no thresholdRange min or max and no compareToPrimary`)
 	bad(func(c *sluicev1.Canary) {
 		c.Spec.Analysis.Metrics[0].CompareToPrimary = &sluicev1.PrimaryComparison{MaxDelta: -1, Direction: "Up"}
 	}, `direction "Up"`)

@@ -101,7 +101,9 @@ func (p *Policy) allowsIP(ip netip.Addr) bool {
 // CheckAddr is the verdict on connecting to ip, reached through host (the URL's host: a name, or
 // ip itself). errors: ErrRefused naming ip and why.
 func (p *Policy) CheckAddr(host string, ip netip.Addr) error {
-	ip = ip.Unmap()
+	// The zone of a scoped IPv6 address (fe80::1%eth0) names an interface, not another address:
+	// netip.Prefix.Contains never matches a zoned address, so drop it before matching.
+	ip = ip.Unmap().WithZone("")
 	for _, b := range blocked {
 		if b.Contains(ip) {
 			return fmt.Errorf("%w: %s is a link-local or cloud-metadata address, which Sluice never calls", ErrRefused, ip)

@@ -32,6 +32,12 @@ func TestCheckURL(t *testing.T) {
 		{open, "http://[fe80::1]/", "link-local"},
 		{open, "http://[fd00:ec2::254]/", "cloud-metadata"},
 		{open, "http://[::ffff:169.254.169.254]/", "link-local"},
+		// An IPv6 zone must not hide a link-local or metadata address (netip.Prefix.Contains is
+		// false for any address with a zone).
+		{open, "http://[fe80::1%25eth0]/", "link-local"},
+		{open, "http://[fe80::a9fe:a9fe%25lo]:8080/", "link-local"},
+		{open, "http://[fd00:ec2::254%25eth0]/", "cloud-metadata"},
+		{listed, "http://[fe80::1%25eth0]/", "link-local"},
 		{open, "http://127.0.0.1:9090/", ""},
 		{open, "https://hooks.slack.com/services/T/B/secret", ""},
 		{open, "ftp://example.com/", "not an absolute http"},
@@ -118,6 +124,24 @@ func TestDialRefusesResolvedAddressesBeforeConnecting(t *testing.T) {
 		if err := byName.CheckAddr("metadata.internal", netip.MustParseAddr(ip)); !errors.Is(err, ErrRefused) {
 			t.Errorf("CheckAddr(%s) = %v, want ErrRefused", ip, err)
 		}
+	}
+}
+
+// TestZonedAddressesRefused: the dialer's Control hook sees "[fe80::1%eth0]:80" for a zoned
+// link-local destination (a URL host, or a name resolving to one); without an allow-list, the
+// zone must not let it through (netip.Prefix.Contains never matches a zoned address). Checked
+// with CheckAddr; the test never dials these addresses.
+func TestZonedAddressesRefused(t *testing.T) {
+	open, _ := NewPolicy(nil)
+	for _, ip := range []string{"fe80::1%eth0", "fe80::a9fe:a9fe%lo", "fd00:ec2::254%eth0"} {
+		if err := open.CheckAddr("metadata.internal", netip.MustParseAddr(ip)); !errors.Is(err, ErrRefused) {
+			t.Errorf("CheckAddr(%s) = %v, want ErrRefused", ip, err)
+		}
+	}
+	// An allow-listed zoned address is allowed like the same address without its zone.
+	listed, _ := NewPolicy([]string{"fd12::/16"})
+	if err := listed.CheckAddr("", netip.MustParseAddr("fd12::1%eth0")); err != nil {
+		t.Errorf("allow-listed fd12::1%%eth0 = %v, want allowed", err)
 	}
 }
 

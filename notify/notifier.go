@@ -59,6 +59,8 @@ type Notifier struct {
 	egress  *egress.Policy
 	refs    tenancy.RefPolicy
 	timeout time.Duration
+	// proxied caches one client per spec.proxy URL, sharing its connections.
+	proxied sync.Map
 }
 
 // New returns a Notifier that reads AlertProviders and Secrets through reader (a cached client
@@ -110,6 +112,8 @@ type target struct {
 	spec     sluicev1.AlertProviderSpec
 	address  string
 	username string
+	// client posts to the provider: the Notifier's, or one through spec.proxy.
+	client *http.Client
 }
 
 // sendAlert resolves one alert's provider and posts msg to it.
@@ -124,11 +128,15 @@ func (n *Notifier) sendAlert(ctx context.Context, namespace string, a sluicev1.C
 	case sluicev1.AlertProviderSlack:
 		err = n.postSlack(ctx, t, msg)
 	case sluicev1.AlertProviderMSTeams:
-		err = n.postJSON(ctx, t.address, teamsPayload(msg))
+		err = postJSON(ctx, t.client, t.address, teamsPayload(msg))
 	case sluicev1.AlertProviderDiscord:
-		err = n.postJSON(ctx, t.address, discordPayload(msg, t.username))
+		err = postJSON(ctx, t.client, t.address, discordPayload(msg, t.username))
+	case sluicev1.AlertProviderRocket:
+		err = postJSON(ctx, t.client, t.address, rocketPayload(msg, t.spec.Channel, t.username))
+	case sluicev1.AlertProviderGoogleChat:
+		err = postJSON(ctx, t.client, t.address, googleChatPayload(msg))
 	case sluicev1.AlertProviderGeneric:
-		err = n.postJSON(ctx, t.address, genericPayload(msg))
+		err = postJSON(ctx, t.client, t.address, genericPayload(msg))
 	default:
 		err = fmt.Errorf("%w: unknown type %q", ErrProviderConfig, t.spec.Type)
 	}
@@ -164,6 +172,10 @@ func (n *Notifier) resolve(ctx context.Context, namespace string, ref sluicev1.C
 	t.username = p.Spec.Username
 	if t.username == "" {
 		t.username = DefaultUsername
+	}
+	var err error
+	if t.client, err = n.clientFor(p.Spec.Proxy); err != nil {
+		return t, fmt.Errorf("%w: AlertProvider %s: %w", ErrProviderConfig, t.key, err)
 	}
 
 	secretKey := types.NamespacedName{Namespace: t.key.Namespace, Name: p.Spec.SecretRef.Name}

@@ -22,9 +22,10 @@ const (
 	maxBodyInLog = 256
 )
 
-// postJSON POSTs v as JSON to address. errors: a non-2xx answer ("HTTP 400 Bad Request": the
-// code and the standard reason phrase, the body only in the debug log), or the request error.
-func (n *Notifier) postJSON(ctx context.Context, address string, v any) error {
+// postJSON POSTs v as JSON to address through c. errors: a non-2xx answer ("HTTP 400 Bad
+// Request": the code and the standard reason phrase, the body only in the debug log), or the
+// request error.
+func postJSON(ctx context.Context, c *http.Client, address string, v any) error {
 	body, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encoding payload: %w", err)
@@ -35,7 +36,7 @@ func (n *Notifier) postJSON(ctx context.Context, address string, v any) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", DefaultUsername)
-	resp, err := n.client.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return err
 	}

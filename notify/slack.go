@@ -21,7 +21,7 @@ const (
 // postSlack posts msg through slack-go's incoming-webhook API. slack-go accepts only 200; any other
 // 2xx answer is also treated as success here.
 func (n *Notifier) postSlack(ctx context.Context, t target, msg Message) error {
-	err := slack.PostWebhookCustomHTTPContext(ctx, t.address, n.client, slackMessage(msg, t.spec.Channel, t.username))
+	err := slack.PostWebhookCustomHTTPContext(ctx, t.address, t.client, slackMessage(msg, t.spec.Channel, t.username))
 	var sce slack.StatusCodeError
 	if errors.As(err, &sce) {
 		if sce.Code >= 200 && sce.Code <= 299 {

@@ -38,8 +38,30 @@ func CanaryWeight(c int32) Weights { return Weights{Primary: TotalWeight - c, Ca
 // gatewayapi). A rule its owner names with this prefix would be taken for an A/B rule.
 const ABRuleNamePrefix = "sluice-ab-"
 
-// ErrRouteNotFound means the route a provider reads or edits does not exist (yet).
-var ErrRouteNotFound = errors.New("route not found")
+// AffinityRuleNamePrefix starts the name of every session-affinity rule (Gateway API
+// HTTPRouteRule name, Istio HTTPRoute name) a Router writes: the copy of rule i that sends
+// requests carrying the affinity cookie to the canary is named AffinityRuleNamePrefix + i.
+const AffinityRuleNamePrefix = "sluice-affinity-"
+
+// AffinityCookieValuePrefix starts the value of every session-affinity cookie Sluice hands out,
+// which is how a Router recognises the Set-Cookie header it added.
+const AffinityCookieValuePrefix = "sluice-"
+
+// AffinityCookie is the session-affinity cookie ("name=value") of the run of revision: one value
+// per run, so a cookie from an earlier run never matches a later run's rule.
+func AffinityCookie(name, revision string) string {
+	return name + "=" + AffinityCookieValuePrefix + revision
+}
+
+// SetCookie is the Set-Cookie header value that hands out cookie ("name=value") for maxAge
+// seconds, for every path.
+func SetCookie(cookie string, maxAge int32) string {
+	return fmt.Sprintf("%s; Max-Age=%d; Path=/", cookie, maxAge)
+}
+
+// ErrRouteNotFound means the route a provider reads or edits does not exist (yet): from Reconcile
+// in reference mode, the route spec.service.routeRef names. Permanent until someone creates it.
+var ErrRouteNotFound error = Permanent(sluicev1.ReasonRouteNotFound, "route not found")
 
 // ErrWeightDrift means the route's weights differ from what Sluice last set (someone edited them).
 var ErrWeightDrift = errors.New("route weights differ from the desired weights")
@@ -85,38 +107,32 @@ type Router interface {
 	// GetABRoutes reports whether the route holds A/B rules. errors: as GetRoutes's read.
 	GetABRoutes(ctx context.Context, canary *sluicev1.Canary) (bool, error)
 
+	// SetMirror copies percent (1–100) of the requests of every rule that routes to the Canary's
+	// Services to the canary Service (responses discarded), or stops (0): a RequestMirror filter
+	// (Gateway API) or the route's mirror (Istio) on those rules only, weights and A/B rules kept,
+	// every other rule untouched. Nothing is written when the route is already so. Callers mirror
+	// only while the canary has ready endpoints. errors: ErrRouteNotFound, a provider's
+	// invalid-spec error (the route already mirrors elsewhere, a provider that cannot mirror),
+	// API errors.
+	SetMirror(ctx context.Context, canary *sluicev1.Canary, percent int32) error
+
+	// GetMirror reads the mirrored percentage back (0: none). errors: as GetRoutes's read.
+	GetMirror(ctx context.Context, canary *sluicev1.Canary) (int32, error)
+
+	// SetSessionAffinity turns session affinity on for cookie ("name=value", see AffinityCookie)
+	// or off (""): the canary backends of the managed rules add SetCookie(cookie, maxAge) to their
+	// responses, and before each managed rule i a rule named AffinityRuleNamePrefix + i sends the
+	// requests carrying the cookie to the canary. Off removes both. Weights, A/B rules and every
+	// other rule are kept; nothing is written when the route is already so. Callers turn it off
+	// before the canary scales down. errors: as SetMirror.
+	SetSessionAffinity(ctx context.Context, canary *sluicev1.Canary, cookie string) error
+
+	// GetSessionAffinity reads the cookie back ("": none). errors: as GetRoutes's read.
+	GetSessionAffinity(ctx context.Context, canary *sluicev1.Canary) (string, error)
+
 	// Finalize restores the user's routing when the Canary is deleted with revertOnDeletion. The
 	// caller first makes the apex Service select the target's pods again. Reference mode then puts
 	// back the backends the user wrote (the original route, as it was before Sluice's first edit);
 	// generated mode deletes the generated route objects. errors: API errors.
 	Finalize(ctx context.Context, canary *sluicev1.Canary) error
-}
-
-// VerifyWeight reports ErrWeightDrift (wrapped, with both splits) when the route's split differs
-// from want.
-func VerifyWeight(ctx context.Context, r Router, canary *sluicev1.Canary, want Weights) error {
-	got, err := r.GetRoutes(ctx, canary)
-	if err != nil {
-		return err
-	}
-	if got != want {
-		return fmt.Errorf("%w: route has primary=%d canary=%d, want primary=%d canary=%d",
-			ErrWeightDrift, got.Primary, got.Canary, want.Primary, want.Canary)
-	}
-	return nil
-}
-
-// ServiceNames are the names of the three Services of a Canary.
-type ServiceNames struct {
-	Apex, Primary, Canary string
-}
-
-// NamesFor returns the apex, primary and canary Service names: spec.service.name (default the
-// target's name), with -primary and -canary suffixes.
-func NamesFor(canary *sluicev1.Canary) ServiceNames {
-	apex := canary.Spec.Service.Name
-	if apex == "" {
-		apex = canary.Spec.TargetRef.Name
-	}
-	return ServiceNames{Apex: apex, Primary: apex + "-primary", Canary: apex + "-canary"}
 }

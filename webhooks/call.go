@@ -23,7 +23,7 @@ const (
 )
 
 // run makes up to 1+hook.Retries attempts, pausing RetryDelay between them, and returns the
-// final Result. It stops early when c is cancelled (Forget, expiry, Close).
+// final Result. It stops early when c is cancelled (expiry, Close).
 func (r *Runner) run(c *call) Result {
 	start := time.Now()
 	if c.hook.URL == "" { // a manual gate: the controller approves it, there is nothing to call

@@ -133,10 +133,10 @@ func NewRunner(opts Options) *Runner {
 //
 // The first Poll of a key starts calling hook with p in the background (queued while
 // MaxInFlight calls run) and returns Pending; later Polls return Pending until the call has
-// finished. Then every Poll returns the same final Result (Passed or Failed) until Forget(key) or
-// until the key has not been polled for Options.ResultTTL; results are not consumed, so a
-// reconcile that fails after reading one reads it again. To call the same hook again under the
-// same key, Forget the key first. hook and p are only read by the first Poll of a key. A hook
+// finished. Then every Poll returns the same final Result (Passed or Failed) until the key has
+// not been polled for Options.ResultTTL; results are not consumed, so a reconcile that fails after
+// reading one reads it again. To call the same hook again, poll it under a new key (the canary
+// controller's keys name the check round). hook and p are only read by the first Poll of a key. A hook
 // without URL (a manual gate, which the controller approves itself) fails at once.
 //
 // After Close, Poll returns Pending with Message "runner closed" and starts nothing.
@@ -163,16 +163,6 @@ func (r *Runner) Poll(key string, hook sluicev1.CanaryWebhook, p Payload) Result
 		return Result{State: Pending, Message: "queued"}
 	}
 	return Result{State: Pending, Message: "in flight", Duration: time.Since(c.started), Attempts: c.attempts}
-}
-
-// Forget drops the call named key: a running or queued call is cancelled, a finished result is
-// discarded. The next Poll of key starts a new call. Forgetting an unknown key does nothing.
-func (r *Runner) Forget(key string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if c := r.calls[key]; c != nil {
-		r.dropLocked(c)
-	}
 }
 
 // Fire calls hook with p in the background and forgets it: failures are logged, not returned.

@@ -366,7 +366,7 @@ func TestResultsPersistUntilForget(t *testing.T) {
 	if n := reports.Load(); n != 1 {
 		t.Errorf("OnDone called %d times, want 1", n)
 	}
-	r.Forget("k")
+	r.forget("k")
 	if res := r.Poll("k", h, payload); res.State != Pending {
 		t.Fatalf("Poll after Forget = %+v; want a new call", res)
 	}

@@ -6,7 +6,7 @@ import (
 )
 
 // AlertProviderType is a notification service.
-// +kubebuilder:validation:Enum=slack;msteams;discord;generic
+// +kubebuilder:validation:Enum=slack;msteams;discord;rocket;gchat;generic
 type AlertProviderType string
 
 // Alert provider types.
@@ -14,6 +14,10 @@ const (
 	AlertProviderSlack   AlertProviderType = "slack"
 	AlertProviderMSTeams AlertProviderType = "msteams"
 	AlertProviderDiscord AlertProviderType = "discord"
+	// AlertProviderRocket posts to a Rocket.Chat incoming webhook (Slack-compatible text).
+	AlertProviderRocket AlertProviderType = "rocket"
+	// AlertProviderGoogleChat posts to a Google Chat space webhook.
+	AlertProviderGoogleChat AlertProviderType = "gchat"
 	// AlertProviderGeneric POSTs a JSON payload to any URL.
 	AlertProviderGeneric AlertProviderType = "generic"
 )
@@ -53,4 +57,9 @@ type AlertProviderSpec struct {
 	// SecretRef names a Secret in the provider's namespace whose key "address" holds the webhook
 	// URL.
 	SecretRef corev1.LocalObjectReference `json:"secretRef"`
+	// Proxy is the HTTP(S) proxy notifications go through, e.g. http://proxy.corp:3128. Empty: a
+	// direct connection.
+	// +kubebuilder:validation:Pattern=`^https?://`
+	// +optional
+	Proxy string `json:"proxy,omitempty"`
 }

@@ -14,6 +14,10 @@ const (
 // +kubebuilder:validation:XValidation:rule="!(has(self.stepWeight) && has(self.stepWeights))",message="analysis: set either stepWeight or stepWeights, not both"
 // +kubebuilder:validation:XValidation:rule="!has(self.stepWeight) || self.stepWeight <= (has(self.maxWeight) ? self.maxWeight : 100)",message="analysis.stepWeight must be between 1 and analysis.maxWeight"
 // +kubebuilder:validation:XValidation:rule="!has(self.stepWeights) || !has(self.maxWeight) || self.stepWeights.all(w, w <= self.maxWeight)",message="analysis.stepWeights must not exceed analysis.maxWeight"
+// +kubebuilder:validation:XValidation:rule="!(has(self.iterations) && self.iterations > 0 && !has(self.match)) || !(has(self.stepWeight) || has(self.stepWeights) || has(self.maxWeight) || has(self.stepWeightPromotion))",messageExpression="'analysis.' + (has(self.stepWeight) ? 'stepWeight' : has(self.stepWeights) ? 'stepWeights' : has(self.maxWeight) ? 'maxWeight' : 'stepWeightPromotion') + ' does not apply: analysis.iterations without analysis.match is a blue/green run (0 % to the canary for the iterations, then 100 % at once)'"
+// +kubebuilder:validation:XValidation:rule="!(has(self.mirror) && self.mirror) || (has(self.iterations) && self.iterations > 0 && !has(self.match))",message="analysis.mirror applies to blue/green runs: set analysis.iterations, without analysis.match"
+// +kubebuilder:validation:XValidation:rule="!has(self.mirrorWeight) || (has(self.mirror) && self.mirror)",message="analysis.mirrorWeight needs analysis.mirror: true"
+// +kubebuilder:validation:XValidation:rule="!has(self.sessionAffinity) || !(has(self.iterations) && self.iterations > 0)",message="analysis.sessionAffinity applies to weighted runs (stepWeight or stepWeights): an A/B or blue/green run has no weights"
 type CanaryAnalysis struct {
 	// Interval between two checks, a duration of at least 1s such as 1m. Default 1m.
 	// +kubebuilder:default="1m"
@@ -58,10 +62,27 @@ type CanaryAnalysis struct {
 	// +optional
 	StepWeightPromotion int32 `json:"stepWeightPromotion,omitempty"`
 
-	// Iterations is the number of checks of an A/B run (with Match); weights are not used then.
+	// Iterations is the number of passing checks of an A/B run (with Match) or of a blue/green
+	// run (without Match: the canary gets no traffic, then all of it at once); weights are not
+	// used then.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Iterations int32 `json:"iterations,omitempty"`
+
+	// Mirror copies the primary's requests to the canary during a blue/green run (responses from
+	// the canary are discarded). Only for idempotent traffic.
+	// +optional
+	Mirror bool `json:"mirror,omitempty"`
+
+	// MirrorWeight is the percentage of requests mirrored. Default 100.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	MirrorWeight int32 `json:"mirrorWeight,omitempty"`
+
+	// SessionAffinity keeps users who reached the canary on it for the rest of a weighted run.
+	// +optional
+	SessionAffinity *SessionAffinity `json:"sessionAffinity,omitempty"`
 
 	// Match routes requests that match to the canary for an A/B run.
 	// +optional
@@ -88,15 +109,37 @@ type CanaryAnalysis struct {
 	// +optional
 	FailedChecksMode string `json:"failedChecksMode,omitempty"`
 
-	// Metrics checked at every step.
+	// Metrics checked at every step. Names are unique: a second metric of the same name is
+	// refused, not merged.
 	// +optional
+	// +listType=map
+	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
 	Metrics []CanaryMetric `json:"metrics,omitempty"`
 
-	// Webhooks called at the gates of a run.
+	// Webhooks called at the gates of a run. Names are unique: each webhook is its own call.
 	// +optional
+	// +listType=map
+	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
 	Webhooks []CanaryWebhook `json:"webhooks,omitempty"`
+
+	// AdvanceWithoutData lets a step advance on a check in which no metric had a verdict (every
+	// metric Skipped: onNoData Skip, or fewer requests than minRequestCount). Default false: such a
+	// check is no evidence, and the step holds until a metric passes (the progress deadline still
+	// applies). When a step advances without data, the Canary's status and an event say so.
+	// +optional
+	AdvanceWithoutData bool `json:"advanceWithoutData,omitempty"`
+
+	// ConsecutiveErrorLimit is the number of consecutive checks that could not be judged (metrics
+	// server unreachable, query rejected, partial results) after which the run is rolled back with
+	// "metrics unavailable" as the reason. Such checks are not failed checks: the step holds, no
+	// weight changes. Default 4, as Argo Rollouts' consecutiveErrorLimit.
+	// +kubebuilder:default=4
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	ConsecutiveErrorLimit *int32 `json:"consecutiveErrorLimit,omitempty"`
 
 	// Alerts send notifications of transitions to AlertProviders.
 	// +optional
@@ -105,8 +148,13 @@ type CanaryAnalysis struct {
 }
 
 // CanaryMetric is one check: a built-in metric or a MetricTemplate, with its threshold range.
+// A metric needs a thresholdRange or compareToPrimary: without either it would pass whatever it
+// measured.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.templateRef) || self.name in ['request-success-rate', 'request-duration']",message="metric: name must be a built-in (request-success-rate, request-duration) or templateRef must be set"
+// +kubebuilder:validation:XValidation:rule="has(self.thresholdRange) || has(self.compareToPrimary)",message="metric: set thresholdRange (or compareToPrimary); without either the metric would pass whatever it measures"
+// +kubebuilder:validation:XValidation:rule="has(self.templateRef) || has(self.query) || self.name in ['request-success-rate', 'request-duration']",message="metric: name must be a built-in (request-success-rate, request-duration), or query or templateRef must be set"
+// +kubebuilder:validation:XValidation:rule="!(has(self.templateRef) && has(self.query))",message="metric: set templateRef or query, not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.query) || !(has(self.compareToPrimary) || has(self.minRequestCount))",message="metric.query is run as written: compareToPrimary and minRequestCount need a built-in metric or a MetricTemplate"
 type CanaryMetric struct {
 	// Name of the metric: a built-in name, or any name when TemplateRef is set.
 	// +kubebuilder:validation:MinLength=1
@@ -127,6 +175,13 @@ type CanaryMetric struct {
 	// TemplateRef points at a MetricTemplate; its namespace defaults to the Canary's.
 	// +optional
 	TemplateRef *CrossNamespaceObjectReference `json:"templateRef,omitempty"`
+
+	// Query is a PromQL query run as written (no template variables) against the Canary's
+	// metrics server, as Flagger's inline metrics[].query. A MetricTemplate is usually better:
+	// it is rendered for the Canary's namespace, target and interval.
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	Query string `json:"query,omitempty"`
 
 	// TemplateVariables are extra variables for the MetricTemplate, available as
 	// {{ .variables.NAME }}.
@@ -161,8 +216,9 @@ const (
 	NoDataSkip NoDataPolicy = "Skip"
 )
 
-// ThresholdRange is an inclusive range; either bound may be omitted.
+// ThresholdRange is an inclusive range; either bound may be omitted, not both.
 //
+// +kubebuilder:validation:XValidation:rule="has(self.min) || has(self.max)",message="thresholdRange: set min, max or both"
 // +kubebuilder:validation:XValidation:rule="!has(self.min) || !has(self.max) || self.min <= self.max",message="thresholdRange.min must be less than or equal to thresholdRange.max"
 type ThresholdRange struct {
 	// +optional

@@ -118,15 +118,89 @@ type CanaryStatus struct {
 	// +optional
 	LastHandledRequests map[string]string `json:"lastHandledRequests,omitempty"`
 
-	// RunStartTime is when the current or last run started.
+	// RunStartTime is when the current or last run started. No metric window of the run starts
+	// before it: the run is judged on its own traffic only.
 	// +optional
 	RunStartTime *metav1.Time `json:"runStartTime,omitempty"`
+
+	// ConsecutiveErrors counts the checks in a row that could not be judged (metrics server
+	// unreachable, query rejected, partial results); at analysis.consecutiveErrorLimit the run is
+	// rolled back. A check without an error resets it.
+	// +optional
+	ConsecutiveErrors int32 `json:"consecutiveErrors,omitempty"`
+
+	// LastCheck summarises the last check of the run: its outcome and the window it judged.
+	// +optional
+	LastCheck *CheckStatus `json:"lastCheck,omitempty"`
+
+	// Webhooks records the answers of the gate webhooks of the current revision, so a restarted
+	// controller never calls a webhook again for a round it already answered.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Webhooks []WebhookStatus `json:"webhooks,omitempty"`
 
 	// Conditions: Ready, Reconciling, Stalled, Promoted.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// CheckOutcome is the outcome of one check of all metrics.
+// +kubebuilder:validation:Enum=Passed;Failed;NoEvidence;Error
+type CheckOutcome string
+
+// Check outcomes. Only Passed advances a step (NoEvidence too, with analysis.advanceWithoutData).
+const (
+	// CheckPassed: at least one metric passed and none failed or errored.
+	CheckPassed CheckOutcome = "Passed"
+	// CheckFailed: a metric failed (Fail, or NoData with onNoData Fail) or a rollout webhook
+	// refused; it counts as a failed check.
+	CheckFailed CheckOutcome = "Failed"
+	// CheckNoEvidence: no metric had a verdict (all Skipped); the step holds.
+	CheckNoEvidence CheckOutcome = "NoEvidence"
+	// CheckError: a metric could not be judged (metrics unavailable); the step holds and the
+	// check counts toward analysis.consecutiveErrorLimit.
+	CheckError CheckOutcome = "Error"
+)
+
+// CheckStatus summarises one check.
+type CheckStatus struct {
+	// Time the check ran (the end of its metric windows).
+	Time metav1.Time `json:"time"`
+	// Outcome of the check.
+	Outcome CheckOutcome `json:"outcome"`
+	// WindowStart is the start of the longest metric window the check judged; windows never
+	// start before the run (status.runStartTime).
+	// +optional
+	WindowStart *metav1.Time `json:"windowStart,omitempty"`
+	// AdvancedWithoutData is true when the step advanced on this check although no metric had a
+	// verdict (analysis.advanceWithoutData).
+	// +optional
+	AdvancedWithoutData bool `json:"advancedWithoutData,omitempty"`
+	// Message explains the outcome.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// WebhookStatus is the last answer of one gate webhook in the current revision.
+type WebhookStatus struct {
+	// Name of the webhook.
+	Name string `json:"name"`
+	// Type of the webhook (its gate).
+	Type WebhookType `json:"type"`
+	// Round identifies the gate round the answer belongs to (revision, checks, failed checks,
+	// step time).
+	Round string `json:"round"`
+	// Passed is the answer.
+	Passed bool `json:"passed"`
+	// Message explains a refusal.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// AnsweredAt is when the answer was recorded.
+	// +optional
+	AnsweredAt *metav1.Time `json:"answeredAt,omitempty"`
 }
 
 // Verdict is the outcome of one metric check.
@@ -165,6 +239,13 @@ type MetricResult struct {
 	// Query that was run.
 	// +optional
 	Query string `json:"query,omitempty"`
+	// Window is the metric window the query judged, as a PromQL duration, e.g. 1m or 12s; shorter
+	// than the metric's interval when clipped to the run's start.
+	// +optional
+	Window string `json:"window,omitempty"`
+	// WindowStart is when the metric window started.
+	// +optional
+	WindowStart *metav1.Time `json:"windowStart,omitempty"`
 	// Message explains the verdict.
 	// +optional
 	Message string `json:"message,omitempty"`

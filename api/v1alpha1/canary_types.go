@@ -8,7 +8,7 @@ import (
 )
 
 // Provider names a traffic provider that shifts weights between primary and canary.
-// +kubebuilder:validation:Enum=gatewayapi;istio
+// +kubebuilder:validation:Enum=gatewayapi;istio;kubernetes
 type Provider string
 
 const (
@@ -18,6 +18,9 @@ const (
 	ProviderGatewayAPI Provider = "gatewayapi"
 	// ProviderIstio drives an Istio VirtualService and DestinationRules.
 	ProviderIstio Provider = "istio"
+	// ProviderKubernetes needs no mesh or gateway: it runs blue/green by switching the selector of
+	// the apex Service from the primary's pods to the canary's and back (L4, ClusterIP).
+	ProviderKubernetes Provider = "kubernetes"
 )
 
 // Mesh names the mesh or proxy whose metrics built-in metrics read.
@@ -37,6 +40,7 @@ const (
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=cn,categories=sluice
+// +kubebuilder:selectablefield:JSONPath=`.spec.targetRef.name`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Weight",type=integer,JSONPath=`.status.canaryWeight`
 // +kubebuilder:printcolumn:name="FailedChecks",type=integer,JSONPath=`.status.failedChecks`
@@ -59,6 +63,16 @@ type CanaryList struct {
 }
 
 // CanarySpec is the desired delivery of one workload.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.provider) && self.provider == 'kubernetes') || (has(self.analysis.iterations) && self.analysis.iterations > 0 && !has(self.analysis.match))",message="provider kubernetes runs blue/green only: set analysis.iterations, without analysis.match"
+// +kubebuilder:validation:XValidation:rule="!(has(self.provider) && self.provider == 'kubernetes') || !(has(self.service.gatewayRefs) || has(self.service.hosts) || has(self.service.gateways) || has(self.service.routeRef) || has(self.service.match) || has(self.service.retries) || has(self.service.timeout) || has(self.service.backendTimeout) || has(self.service.headers) || has(self.service.corsPolicy) || has(self.service.trafficPolicy) || has(self.service.rewrite))",messageExpression="'spec.service.' + (has(self.service.gatewayRefs) ? 'gatewayRefs' : has(self.service.hosts) ? 'hosts' : has(self.service.gateways) ? 'gateways' : has(self.service.routeRef) ? 'routeRef' : has(self.service.match) ? 'match' : has(self.service.retries) ? 'retries' : has(self.service.timeout) ? 'timeout' : has(self.service.backendTimeout) ? 'backendTimeout' : has(self.service.headers) ? 'headers' : has(self.service.corsPolicy) ? 'corsPolicy' : has(self.service.trafficPolicy) ? 'trafficPolicy' : 'rewrite') + ' needs an L7 provider (gatewayapi or istio); provider kubernetes only switches the apex Service'"
+// +kubebuilder:validation:XValidation:rule="!(has(self.provider) && self.provider == 'kubernetes') || !((has(self.analysis.mirror) && self.analysis.mirror) || has(self.analysis.sessionAffinity))",messageExpression="(has(self.analysis.sessionAffinity) ? 'analysis.sessionAffinity' : 'analysis.mirror') + ' needs an L7 provider (gatewayapi or istio); provider kubernetes only switches the apex Service'"
+// +kubebuilder:validation:XValidation:rule="(!has(self.provider) || self.provider == 'gatewayapi') || !has(self.service.backendTimeout)",message="spec.service.backendTimeout is a Gateway API field: it needs provider gatewayapi"
+// +kubebuilder:validation:XValidation:rule="(!has(self.provider) || self.provider == 'gatewayapi') || !has(self.service.rewrite) || !has(self.service.rewrite.type)",message="spec.service.rewrite.type is a Gateway API field: Istio always replaces the matched prefix"
+// +kubebuilder:validation:XValidation:rule="(has(self.provider) && self.provider != 'gatewayapi') || !(has(self.service.retries) || has(self.service.corsPolicy) || has(self.service.trafficPolicy))",messageExpression="'spec.service.' + (has(self.service.retries) ? 'retries (HTTPRoute retries are experimental-channel only)' : has(self.service.corsPolicy) ? 'corsPolicy' : 'trafficPolicy (a DestinationRule setting)') + ' is rendered by provider istio only; provider gatewayapi would ignore it'"
+// +kubebuilder:validation:XValidation:rule="self.targetRef.kind != 'DaemonSet' || (has(self.analysis.iterations) && self.analysis.iterations > 0 && !has(self.analysis.match))",message="a DaemonSet target runs blue/green (a DaemonSet cannot be split by weight): set analysis.iterations, without analysis.match"
+// +kubebuilder:validation:XValidation:rule="!has(self.autoscalerRef) || self.targetRef.kind == 'Deployment'",message="spec.autoscalerRef applies to Deployment targets only"
+// +kubebuilder:validation:XValidation:rule="!(has(self.provider) && self.provider == 'kubernetes') || has(self.mesh) || !has(self.analysis.metrics) || self.analysis.metrics.all(m, has(m.templateRef) || has(m.query))",message="provider kubernetes has no proxy metrics of its own: built-in metrics need spec.mesh (istio, linkerd or envoy: whose proxies serve the pods), or use a MetricTemplate"
 type CanarySpec struct {
 	// TargetRef is the workload whose pod template changes start a canary run. Sluice creates
 	// <name>-primary from it and keeps the target itself as the canary.
@@ -80,6 +94,12 @@ type CanarySpec struct {
 	// Empty means the controller's --metrics-server flag.
 	// +optional
 	MetricsServer string `json:"metricsServer,omitempty"`
+
+	// AutoscalerRef names the target's HorizontalPodAutoscaler or KEDA ScaledObject. Sluice gives
+	// the primary its own copy, scales the primary up to the canary's ready replicas before
+	// shifting all traffic to it, and lets the target's autoscaler act only during a run.
+	// +optional
+	AutoscalerRef *AutoscalerReference `json:"autoscalerRef,omitempty"`
 
 	// Service describes the apex Service and the routing Sluice generates or edits.
 	Service CanaryService `json:"service"`
@@ -120,8 +140,8 @@ type TargetReference struct {
 	// +kubebuilder:default="apps/v1"
 	// +optional
 	APIVersion string `json:"apiVersion,omitempty"`
-	// Kind of the target. Supported: Deployment.
-	// +kubebuilder:validation:Enum=Deployment
+	// Kind of the target: Deployment, or DaemonSet (blue/green runs only).
+	// +kubebuilder:validation:Enum=Deployment;DaemonSet
 	Kind string `json:"kind"`
 	// Name of the target in the Canary's namespace.
 	// +kubebuilder:validation:MinLength=1
@@ -129,6 +149,9 @@ type TargetReference struct {
 }
 
 // CanaryService describes the apex Service and its routing.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.routeRef) || !(has(self.rewrite) || has(self.backendTimeout))",message="spec.service.rewrite and backendTimeout shape the generated route: with routeRef, write them in your route"
+// +kubebuilder:validation:XValidation:rule="!has(self.timeout) || !has(self.backendTimeout) || !self.timeout.matches('^([0-9]+(\\\\.[0-9]+)?(ms|s|m|h))+$') || !self.backendTimeout.matches('^([0-9]+(\\\\.[0-9]+)?(ms|s|m|h))+$') || duration(self.backendTimeout) <= duration(self.timeout)",message="spec.service.backendTimeout must not exceed spec.service.timeout"
 type CanaryService struct {
 	// Name of the apex Service. Default: the target's name. Sluice creates <name>, <name>-primary
 	// and <name>-canary.
@@ -147,6 +170,20 @@ type CanaryService struct {
 	// AppProtocol of the Service port, e.g. http or kubernetes.io/h2c.
 	// +optional
 	AppProtocol *string `json:"appProtocol,omitempty"`
+	// PortDiscovery adds every other container port of the target's pod template to the
+	// Services, besides Port.
+	// +optional
+	PortDiscovery bool `json:"portDiscovery,omitempty"`
+	// Headless makes the primary and canary Services headless (clusterIP None).
+	// +optional
+	Headless bool `json:"headless,omitempty"`
+	// Apex, Primary and Canary metadata are added to the apex, primary and canary Services.
+	// +optional
+	Apex *ServiceMetadata `json:"apex,omitempty"`
+	// +optional
+	Primary *ServiceMetadata `json:"primary,omitempty"`
+	// +optional
+	Canary *ServiceMetadata `json:"canary,omitempty"`
 
 	// GatewayRefs are the parents of the generated HTTPRoute (Gateway API provider): kind Gateway
 	// for north-south traffic, kind Service (group "") for east-west mesh traffic.
@@ -177,6 +214,14 @@ type CanaryService struct {
 	// +optional
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	Timeout string `json:"timeout,omitempty"`
+	// BackendTimeout of the generated HTTPRoute (timeouts.backendRequest), a duration such as 5s;
+	// Gateway API only. It must not exceed Timeout.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	BackendTimeout string `json:"backendTimeout,omitempty"`
+	// Rewrite of the generated route: the request's URI and authority.
+	// +optional
+	Rewrite *HTTPRewrite `json:"rewrite,omitempty"`
 	// Headers operations of the generated route.
 	// +optional
 	Headers *HeaderOperations `json:"headers,omitempty"`
@@ -269,13 +314,20 @@ type HeaderOperation struct {
 }
 
 // ProgressionWindow is a time window in which a rollout may advance: it opens at every time the
-// cron Schedule fires and stays open for Duration.
+// cron Schedule fires and stays open for Duration. A window that can never open (a schedule that
+// never fires, such as February 30th) fails closed: runs hold and the Canary is Stalled, naming
+// the window.
 type ProgressionWindow struct {
-	// Schedule in standard five-field cron syntax, e.g. "0 9 * * 1-5".
+	// Schedule in standard five-field cron syntax, e.g. "0 9 * * 1-5", or a descriptor such as
+	// @daily or @every 1h.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|@every [0-9hms.]+|[^ ]+( +[^ ]+){4})$')",message="windows[].schedule must have five cron fields (minute hour day-of-month month day-of-week) or be a descriptor such as @daily"
 	Schedule string `json:"schedule"`
-	// Duration the window stays open, e.g. 8h.
+	// Duration the window stays open, e.g. 8h; longer than zero.
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+(\\\\.[0-9]+)?(ms|s|m|h))+$') || duration(self) > duration('0s')",message="windows[].duration must be longer than zero: a window of no length never opens"
 	Duration string `json:"duration"`
 	// TimeZone of the schedule, an IANA name such as Europe/Berlin. Default UTC.
 	// +optional

@@ -24,13 +24,13 @@ const (
 	ReasonInitialized        = "Initialized"
 	ReasonProgressing        = "Progressing"
 	ReasonWaiting            = "Waiting"
-	ReasonPromoting          = "Promoting"
 	ReasonSucceeded          = "Succeeded"
-	ReasonFailed             = "Failed"
 	ReasonRolledBack         = "RolledBack"
 	ReasonInvalidSpec        = "InvalidSpec"
 	ReasonTargetNotFound     = "TargetNotFound"
 	ReasonRouteError         = "RouteError"
+	ReasonRouteNotFound      = "RouteNotFound"
+	ReasonRouteConflict      = "RouteConflict"
 	ReasonMetricsUnreachable = "MetricsUnreachable"
 	ReasonOutsideWindow      = "OutsideWindow"
 	ReasonRolloutCapReached  = "RolloutCapReached"
@@ -40,19 +40,20 @@ const (
 	ReasonPrimaryMissing     = "PrimaryMissing"
 	ReasonTargetConflict     = "TargetConflict"
 	ReasonReconcileError     = "ReconcileError"
-	ReasonResumed            = "Resumed"
-	ReasonPrimaryCreated     = "PrimaryCreated"
-)
-
-// Request annotations: anyone who can edit the Canary (the kubectl-sluice plugin, a GitOps
-// commit) asks the controller to act by setting one of these to a new value, conventionally the
-// RFC 3339 time of the request. Each new value is one request; the controller records the last
-// value it handled in status, so a leftover annotation never acts on a later run.
-const (
-	// AnnotationPromote approves the gates of the run in flight and skips to promotion.
-	AnnotationPromote = "sluice.dev/promote"
-	// AnnotationAbort rolls the run in flight back now.
-	AnnotationAbort = "sluice.dev/abort"
-	// AnnotationRetry runs the failed revision again without a change to the target.
-	AnnotationRetry = "sluice.dev/retry"
+	// ReasonInvalidQuery: a MetricTemplate's query does not render or is not valid PromQL.
+	ReasonInvalidQuery = "InvalidQuery"
+	// ReasonValidQuery: a MetricTemplate's query renders and parses.
+	ReasonValidQuery = "ValidQuery"
+	// ReasonInvalidWindow: a progression window can never open; runs hold (fail closed).
+	ReasonInvalidWindow = "InvalidWindow"
+	// ReasonMetricsUnavailable: checks could not be judged; the run holds, and rolls back past
+	// analysis.consecutiveErrorLimit.
+	ReasonMetricsUnavailable = "MetricsUnavailable"
+	// ReasonCanaryUnready: the canary lost its ready pods; its weight went to 0 and the run waits
+	// under the progress deadline.
+	ReasonCanaryUnready = "CanaryUnready"
+	// ReasonNoEvidence: the last check had no metric verdict; the step holds.
+	ReasonNoEvidence     = "NoEvidence"
+	ReasonResumed        = "Resumed"
+	ReasonPrimaryCreated = "PrimaryCreated"
 )

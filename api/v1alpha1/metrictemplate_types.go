@@ -10,14 +10,34 @@ import (
 // (the Canary metric's templateVariables). Every value is escaped for a PromQL string literal.
 //
 // +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=mt,categories=sluice
 // +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.spec.provider.type`
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.provider.address`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 type MetricTemplate struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	Spec MetricTemplateSpec `json:"spec"`
+	// +optional
+	Status MetricTemplateStatus `json:"status,omitempty"`
+}
+
+// MetricTemplateStatus reports whether the template's query is valid PromQL, checked when the
+// template is applied (rendered with placeholder values, parsed with Prometheus's own parser),
+// not at the first check of a run.
+type MetricTemplateStatus struct {
+	// ObservedGeneration is the generation the conditions describe.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Ready (True: the query renders and parses; False with reason InvalidQuery and
+	// the parser's message).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // MetricTemplateList is a list of MetricTemplates.

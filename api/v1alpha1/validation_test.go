@@ -130,6 +130,24 @@ func TestInvalidSpecsRejectedNamingTheField(t *testing.T) {
 		{"unsupported target kind", func(c *sluicev1.Canary) { c.Spec.TargetRef.Kind = "StatefulSet" }, "spec.targetRef.kind"},
 		{"port out of range", func(c *sluicev1.Canary) { c.Spec.Service.Port = 70000 }, "spec.service.port"},
 		{"unknown provider", func(c *sluicev1.Canary) { c.Spec.Provider = "nginx" }, "spec.provider"},
+		// Admission refuses what would be ignored or would pass on nothing.
+		{"metric without a threshold", func(c *sluicev1.Canary) { c.Spec.Analysis.Metrics[1].ThresholdRange = nil },
+			"spec.analysis.metrics[1]: Invalid value: metric: set thresholdRange (or compareToPrimary)"},
+		{"thresholdRange without bounds", func(c *sluicev1.Canary) { c.Spec.Analysis.Metrics[0].ThresholdRange = &sluicev1.ThresholdRange{} },
+			"spec.analysis.metrics[0].thresholdRange: Invalid value: thresholdRange: set min, max or both"},
+		{"duplicate metric names", func(c *sluicev1.Canary) { c.Spec.Analysis.Metrics[1].Name = c.Spec.Analysis.Metrics[0].Name },
+			"spec.analysis.metrics[1]: Duplicate value"},
+		{"duplicate webhook names", func(c *sluicev1.Canary) {
+			c.Spec.Analysis.Webhooks = []sluicev1.CanaryWebhook{{Name: "load", URL: "http://a/"}, {Name: "load", Type: sluicev1.WebhookPreRollout, URL: "http://b/"}}
+		}, "spec.analysis.webhooks[1]: Duplicate value"},
+		{"window schedule with four fields", func(c *sluicev1.Canary) {
+			c.Spec.Windows = []sluicev1.ProgressionWindow{{Schedule: "0 9 * *", Duration: "8h"}}
+		}, "spec.windows[0].schedule: Invalid value: \"0 9 * *\": windows[].schedule must have five cron fields"},
+		{"window of no length", func(c *sluicev1.Canary) {
+			c.Spec.Windows = []sluicev1.ProgressionWindow{{Schedule: "0 9 * * 1-5", Duration: "0s"}}
+		}, "spec.windows[0].duration: Invalid value: \"0s\": windows[].duration must be longer than zero"},
+		{"consecutiveErrorLimit zero", func(c *sluicev1.Canary) { c.Spec.Analysis.ConsecutiveErrorLimit = ptr.To[int32](0) },
+			"spec.analysis.consecutiveErrorLimit"},
 		{"string match with two kinds", func(c *sluicev1.Canary) {
 			c.Spec.Analysis.Match = []sluicev1.HTTPMatchRequest{{URI: &sluicev1.StringMatch{Exact: ptr.To("/a"), Prefix: ptr.To("/")}}}
 		}, "set exactly one of exact, prefix or regex"},

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"sluice.dev/sluice/test/helmchart"
 	"sluice.dev/sluice/test/testenv"
 )
 
@@ -107,7 +108,7 @@ func TestEveryRenderedObjectPassesAServerSideDryRun(t *testing.T) {
 		"watched namespaces": {"watchNamespaces": []any{watched}, "crds": map[string]any{"keep": false}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			r, err := Render(Release{Name: "sluice", Namespace: ns, Values: values})
+			r, err := helmchart.Render(helmchart.Release{Name: "sluice", Namespace: ns, Values: values})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,7 +117,7 @@ func TestEveryRenderedObjectPassesAServerSideDryRun(t *testing.T) {
 	}
 
 	// The manager's pod passes the restricted profile's admission (a Deployment only warns).
-	r, err := Render(Release{Name: "sluice", Namespace: ns})
+	r, err := helmchart.Render(helmchart.Release{Name: "sluice", Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"sluice.dev/sluice/controllers/manager"
+	"sluice.dev/sluice/test/helmchart"
 )
 
 // TestMetricsNeedAuthorization runs the manager as the chart's ServiceAccount (with the chart's
@@ -30,7 +31,7 @@ func TestMetricsNeedAuthorization(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	release := env.Namespace(t)
-	out, err := Render(Release{Name: "sluice", Namespace: release, Values: map[string]any{
+	out, err := helmchart.Render(helmchart.Release{Name: "sluice", Namespace: release, Values: map[string]any{
 		"metrics": map[string]any{"readers": []any{map[string]any{"name": "prometheus", "namespace": release}}}}})
 	if err != nil {
 		t.Fatal(err)

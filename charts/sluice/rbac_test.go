@@ -17,6 +17,7 @@ import (
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/manager"
+	"sluice.dev/sluice/test/helmchart"
 	"sluice.dev/sluice/test/testenv"
 )
 
@@ -58,7 +59,7 @@ func runRolloutWithChartRBAC(t *testing.T, release, app string, values map[strin
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out, err := Render(Release{Name: "sluice", Namespace: release, Values: values})
+	out, err := helmchart.Render(helmchart.Release{Name: "sluice", Namespace: release, Values: values})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func runRolloutWithChartRBAC(t *testing.T, release, app string, values map[strin
 		Spec: sluicev1.CanarySpec{
 			TargetRef: sluicev1.TargetReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "podinfo"},
 			Service:   sluicev1.CanaryService{Port: 9898},
-			Analysis:  sluicev1.CanaryAnalysis{Interval: "1s", Threshold: 5, MaxWeight: 50, StepWeight: 10},
+			Analysis:  sluicev1.CanaryAnalysis{Interval: "1s", Threshold: 5, MaxWeight: 50, StepWeight: 10, AdvanceWithoutData: true},
 		},
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "podinfo-env", Namespace: app},

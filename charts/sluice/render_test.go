@@ -14,12 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/test/helmchart"
 	"sluice.dev/sluice/test/testenv"
 )
 
-func render(t *testing.T, values map[string]any) *Rendered {
+func render(t *testing.T, values map[string]any) *helmchart.Rendered {
 	t.Helper()
-	r, err := Render(Release{Values: values})
+	r, err := helmchart.Render(helmchart.Release{Values: values})
 	if err != nil {
 		t.Fatalf("rendering the chart: %v", err)
 	}
@@ -42,7 +43,7 @@ func readYAML(t *testing.T, rel string) map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := decode(string(b))
+	objs, err := helmchart.Decode(string(b))
 	if err != nil || len(objs) != 1 {
 		t.Fatalf("%s: %d objects, %v", rel, len(objs), err)
 	}
@@ -214,7 +215,7 @@ func TestDeploymentIsRestrictedAndWiresTheFlags(t *testing.T) {
 }
 
 func TestLeaderElectionIsRequiredForReplicas(t *testing.T) {
-	_, err := Render(Release{Values: map[string]any{"leaderElection": map[string]any{"enabled": false}}})
+	_, err := helmchart.Render(helmchart.Release{Values: map[string]any{"leaderElection": map[string]any{"enabled": false}}})
 	if err == nil || !strings.Contains(err.Error(), "leaderElection") {
 		t.Errorf("2 replicas without leader election rendered; err = %v", err)
 	}
@@ -265,7 +266,7 @@ func TestChartIsInSyncWithGeneratedManifests(t *testing.T) {
 	for _, f := range files {
 		rel, _ := filepath.Rel(tmp, f)
 		want, _ := os.ReadFile(f)
-		got, err := os.ReadFile(filepath.Join(Dir(), rel))
+		got, err := os.ReadFile(filepath.Join(helmchart.Dir(), rel))
 		if err != nil || string(got) != string(want) {
 			t.Errorf("charts/sluice/%s is out of date: run hack/chart-crds.sh (%v)", rel, err)
 		}
@@ -283,7 +284,7 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		"crds switch type":  {"crds": map[string]any{"enabled": "yes"}},
 		"servicemonitor ko": {"serviceMonitor": map[string]any{"enable": true}},
 	} {
-		if _, err := Render(Release{Values: values}); err == nil {
+		if _, err := helmchart.Render(helmchart.Release{Values: values}); err == nil {
 			t.Errorf("%s: values %v accepted", name, values)
 		}
 	}
@@ -314,7 +315,7 @@ func TestOptionalObjects(t *testing.T) {
 	if cm == nil || cm.GetNamespace() != "grafana" || cm.GetLabels()["grafana_dashboard"] != "1" {
 		t.Fatalf("dashboard ConfigMap: %v", cm)
 	}
-	file, err := os.ReadFile(filepath.Join(Dir(), "dashboards", "sluice.json"))
+	file, err := os.ReadFile(filepath.Join(helmchart.Dir(), "dashboards", "sluice.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +325,7 @@ func TestOptionalObjects(t *testing.T) {
 }
 
 func TestDashboardCoversTheControllerMetrics(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(Dir(), "dashboards", "sluice.json"))
+	b, err := os.ReadFile(filepath.Join(helmchart.Dir(), "dashboards", "sluice.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,11 @@
 // Command kubectl-sluice is the kubectl plugin for Sluice canaries: `kubectl sluice get`,
-// `status`, `watch`, `promote`, `abort`, `retry`, `pause` and `resume`. Install it by putting the
-// binary on $PATH.
+// `status`, `watch`, `promote`, `abort`, `retry`, `pause`, `resume` and `convert` (Flagger
+// manifests to Sluice's). Install it by putting the binary on $PATH.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -19,6 +20,10 @@ func main() {
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
+		var exit *plugin.ExitError
+		if errors.As(err, &exit) {
+			os.Exit(exit.Code)
+		}
 		os.Exit(1)
 	}
 }

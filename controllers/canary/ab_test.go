@@ -208,15 +208,7 @@ func TestABTestingUserRouteRestoredOnDeletion(t *testing.T) {
 	h.assertTargetServes(2)
 }
 
-// abDriftWired says whether controllers/canary/run.go fills plan.Observed.RouteABOn and
-// RouteABKnown from Router.GetABRoutes; without that the controller cannot see A/B rules someone
-// removed, and TestABTestingRestoresRemovedRule is skipped. Set it to true with that change.
-const abDriftWired = true
-
 func TestABTestingRestoresRemovedRule(t *testing.T) {
-	if !abDriftWired {
-		t.Skip("run.go does not fill plan.Observed.RouteABOn yet")
-	}
 	bothProviders(t, abTestingRestoresRemovedRule)
 }
 

@@ -19,21 +19,31 @@ func (r *Reconciler) execute(ctx context.Context, canary *sluicev1.Canary, route
 		var err error
 		switch a {
 		case plan.ActionScaleCanaryUp:
-			replicas := int32(1)
-			if primary.Spec.Replicas != nil && *primary.Spec.Replicas > 0 {
-				replicas = *primary.Spec.Replicas
-			}
-			err = r.scale(ctx, target, replicas)
+			err = r.scaleCanaryUp(ctx, canary, target, primary)
 		case plan.ActionScaleCanaryDown:
-			err = r.scale(ctx, target, 0)
+			err = r.scaleCanaryDown(ctx, canary, target)
+		case plan.ActionScalePrimaryUp:
+			if primary.Spec.Replicas == nil || *primary.Spec.Replicas < d.PrimaryReplicas {
+				err = r.scale(ctx, primary, d.PrimaryReplicas)
+			}
 		case plan.ActionPromotePrimary:
 			err = r.promotePrimary(ctx, canary, target, primary, refs, d.Status.LastAppliedSpec)
 		case plan.ActionSetWeights:
 			err = router.SetRoutes(ctx, canary, providers.CanaryWeight(d.Status.CanaryWeight))
+		case plan.ActionRestorePrimary:
+			err = r.restorePrimary(ctx, primary, d.Status.LastPromotedSpec)
 		case plan.ActionABRoutesOn:
 			err = router.SetABRoutes(ctx, canary, true)
 		case plan.ActionABRoutesOff:
 			err = router.SetABRoutes(ctx, canary, false)
+		case plan.ActionMirrorOn:
+			err = router.SetMirror(ctx, canary, plan.MirrorWanted(canary.Spec, d.Status))
+		case plan.ActionMirrorOff:
+			err = router.SetMirror(ctx, canary, 0)
+		case plan.ActionAffinityOn:
+			err = router.SetSessionAffinity(ctx, canary, plan.AffinityCookie(canary.Spec, d.Status))
+		case plan.ActionAffinityOff:
+			err = router.SetSessionAffinity(ctx, canary, "")
 		default:
 			err = fmt.Errorf("unknown action %q", a)
 		}

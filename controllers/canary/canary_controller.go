@@ -22,9 +22,6 @@ import (
 	"sluice.dev/sluice/tenancy"
 )
 
-// defaultScrapeInterval is Prometheus' default scrape interval.
-const defaultScrapeInterval = 15 * time.Second
-
 // Finalizer holds a deleted Canary until its traffic is safe without it: with revertOnDeletion
 // the target serves again through the user's original routing; without it the primary objects are
 // orphaned and keep serving.
@@ -82,6 +79,8 @@ type Reconciler struct {
 	cap rolloutCap
 	// writes remembers this controller's own status writes (the stale-cache guard).
 	writes reconcilekit.WriteLog
+	// checks remembers each Canary's last check per round (see checkMemo).
+	checks checkMemo
 }
 
 // +kubebuilder:rbac:groups=sluice.dev,resources=canaries,verbs=get;list;watch;update;patch

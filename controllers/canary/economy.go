@@ -17,16 +17,19 @@ import (
 // actions themselves need (a route write per weight, scaling the canary up and down, promoting the
 // primary), one status patch per transition and one Kubernetes event per announced transition:
 //
-//   - a check reads the Canary from the cache only: the status patch carries the resourceVersion
-//     the tick started from, so a check decided on a stale copy is discarded whole with its patch
-//     (and decided again), never counted twice. Only webhook gates, which call out, read around
-//     the cache first (run.go);
+//   - a check reads around the cache first (issue 13: act on a current Canary), except when the
+//     cached Canary is the very version our own last status patch produced (Kit.ShowsOwnWrite):
+//     then the cache already holds everything a read would have returned when that patch came
+//     back, and in a run that is every check after the first. The check memo (gather.go) and the
+//     status patch's optimistic lock keep a check from counting twice. Webhook gates, which call
+//     out, always read first;
 //   - weight steps are not posted as Kubernetes events unless Options.StepEvents: each is in the
 //     status (canaryWeight, iterations, the Ready condition's message), the log, the
 //     sluice_canary_weight metric and the event webhooks, and every transition a user acts on
 //     (new revision, promotion, success, each failed check, rollback, drift, gates) is an event;
 //   - counting runs in flight for --max-progressing and finding the Canaries of one target use
-//     cache indexes, so a tick's work does not grow with the number of Canaries.
+//     cache indexes, so a tick's work does not grow with the number of Canaries;
+//   - idle Canaries are not requeued (requeue.go).
 
 // indexRunning indexes Canaries with a run in flight under "true".
 const indexRunning = "status.running"

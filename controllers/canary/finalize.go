@@ -20,7 +20,6 @@ import (
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary/plan"
 	"sluice.dev/sluice/controllers/internal/reconcilekit"
-	"sluice.dev/sluice/providers"
 )
 
 // reconcileDelete makes traffic safe before the Canary goes. With revertOnDeletion: scale the target
@@ -87,15 +86,19 @@ func (r *Reconciler) restoreTarget(ctx context.Context, canary *sluicev1.Canary,
 		return true, nil
 	}
 	apex := &corev1.Service{}
-	names := providers.NamesFor(canary)
-	if err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: names.Apex}, apex); err == nil && ownedBy(apex, canary) {
+	names := canary.ServiceNames()
+	// An apex Service Sluice never took over (the Canary stalled before) is left as it is.
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: names.Apex}, apex); {
+	case err == nil && ownedBy(apex, canary):
 		patch := client.MergeFrom(apex.DeepCopy())
-		apex.Spec.Selector = target.Spec.Selector.MatchLabels
+		if _, err := restoreOriginal(apex, target); err != nil {
+			return false, err
+		}
 		apex.OwnerReferences = withoutOwner(apex.OwnerReferences, canary.UID)
 		if err := r.Patch(ctx, apex, patch); err != nil {
 			return false, fmt.Errorf("pointing service %s back at %s: %w", names.Apex, target.Name, err)
 		}
-	} else if !apierrors.IsNotFound(err) {
+	case client.IgnoreNotFound(err) != nil:
 		return false, fmt.Errorf("reading apex service: %w", err)
 	}
 	if router, ok := r.Routers[providerOf(canary)]; ok {
@@ -120,7 +123,7 @@ func withoutOwner(refs []metav1.OwnerReference, uid types.UID) []metav1.OwnerRef
 // -primary config copies this Canary owns; objects of those names without Sluice's ownership
 // label are left alone.
 func (r *Reconciler) removePrimaryObjects(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary) error {
-	names := providers.NamesFor(canary)
+	names := canary.ServiceNames()
 	objs := []client.Object{
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: primaryName(canary.Spec.TargetRef.Name), Namespace: canary.Namespace}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: names.Primary, Namespace: canary.Namespace}},

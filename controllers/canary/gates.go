@@ -24,15 +24,18 @@ type GateRunner interface {
 // gatePoll is how soon to look again while a gate's call is in flight.
 const gatePoll = time.Second
 
-// resolveGates polls the webhooks of every due gate type. It returns the resolved results, or
+// resolveGates polls the webhooks of every due gate type. A webhook whose answer for this round
+// status.webhooks already records is not called again (a restarted controller reads it there);
+// new final answers are returned to be recorded. It returns the resolved results, or
 // pending=true when any call is still running: the tick then decides nothing and looks again
 // shortly, so a slow hook never holds a worker.
-func (r *Reconciler) resolveGates(canary *sluicev1.Canary, o plan.Observed) (map[sluicev1.WebhookType]plan.GateResult, bool) {
+func (r *Reconciler) resolveGates(canary *sluicev1.Canary, o plan.Observed) (map[sluicev1.WebhookType]plan.GateResult, []sluicev1.WebhookStatus, bool) {
 	due := plan.GatesDue(o)
 	if len(due) == 0 {
-		return nil, false
+		return nil, nil, false
 	}
 	out := map[sluicev1.WebhookType]plan.GateResult{}
+	var answers []sluicev1.WebhookStatus
 	pending := false
 	for _, t := range due {
 		res := plan.GateResult{Passed: true}
@@ -45,24 +48,44 @@ func (r *Reconciler) resolveGates(canary *sluicev1.Canary, o plan.Observed) (map
 				failures = append(failures, fmt.Sprintf("%s: waiting for approval (kubectl sluice promote, annotation %s)", h.Name, sluicev1.AnnotationPromote))
 				continue
 			}
+			round := gateKey(canary, o, h)
+			if a, ok := recordedAnswer(o.Status, h.Name, round); ok {
+				if !a.Passed {
+					failures = append(failures, fmt.Sprintf("%s: %s", h.Name, a.Message))
+				}
+				continue
+			}
 			if r.Gates == nil {
 				failures = append(failures, h.Name+": no webhook runner configured")
 				continue
 			}
-			call := r.Gates.Poll(gateKey(canary, o, h), h, payload(canary, o.Revision, t))
+			call := r.Gates.Poll(round, h, payload(canary, o.Revision, t))
 			switch call.State {
 			case webhooks.Pending:
 				pending = true
+				continue
 			case webhooks.Failed:
 				failures = append(failures, fmt.Sprintf("%s: %s", h.Name, call.Message))
 			}
+			answers = append(answers, sluicev1.WebhookStatus{Name: h.Name, Type: t, Round: round,
+				Passed: call.State == webhooks.Passed, Message: call.Message, AnsweredAt: stampNow(o.Now)})
 		}
 		if len(failures) > 0 {
 			res = plan.GateResult{Message: strings.Join(failures, "; ")}
 		}
 		out[t] = res
 	}
-	return out, pending
+	return out, answers, pending
+}
+
+// recordedAnswer returns the answer status records for webhook name in round.
+func recordedAnswer(s sluicev1.CanaryStatus, name, round string) (sluicev1.WebhookStatus, bool) {
+	for _, a := range s.Webhooks {
+		if a.Name == name && a.Round == round {
+			return a, true
+		}
+	}
+	return sluicev1.WebhookStatus{}, false
 }
 
 // gateKey names one call of a hook: the Canary, the revision, the hook and the check round (checks

@@ -23,6 +23,7 @@ import (
 	"sluice.dev/sluice/providers"
 	"sluice.dev/sluice/providers/gatewayapi"
 	"sluice.dev/sluice/providers/istio"
+	"sluice.dev/sluice/providers/kubernetes"
 	"sluice.dev/sluice/test/testenv"
 )
 
@@ -112,6 +113,7 @@ func newHarnessFor(t *testing.T, provider sluicev1.Provider) *harness {
 		Routers: map[sluicev1.Provider]providers.Router{
 			sluicev1.ProviderGatewayAPI: gatewayapi.New(env.Client),
 			sluicev1.ProviderIstio:      istio.New(env.Client),
+			sluicev1.ProviderKubernetes: kubernetes.New(env.Client),
 		},
 		// The timelines show every transition the planner announces, steps included.
 		Options: Options{StepEvents: true}}

@@ -10,7 +10,6 @@ import (
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary/plan"
-	"sluice.dev/sluice/controllers/internal/reconcilekit"
 	"sluice.dev/sluice/controllers/windows"
 )
 
@@ -21,36 +20,40 @@ var runningPhases = map[sluicev1.CanaryPhase]bool{
 }
 
 // hold returns why the run may not start or advance now: a closed progression window (for
-// starting and advancing) or the cap on simultaneous rollouts (for starting only).
-func (r *Reconciler) hold(ctx context.Context, canary *sluicev1.Canary, o plan.Observed) (*plan.Hold, error) {
+// starting and advancing) or the cap on simultaneous rollouts (for starting only). A window that
+// cannot be evaluated or never opens fails closed: it is returned as a stall (reason
+// InvalidWindow), which holds like a closed window and is reported as Stalled.
+func (r *Reconciler) hold(ctx context.Context, canary *sluicev1.Canary, o plan.Observed) (hold, stall *plan.Hold, err error) {
 	phase := canary.Status.Phase
 	running := runningPhases[phase]
 	starting := !running && phase != "" && phase != sluicev1.CanaryPhaseInitializing &&
 		o.Revision != canary.Status.LastAppliedSpec && o.Revision != canary.Status.LastPromotedSpec
-	if !running && !starting {
-		return nil, nil
-	}
+	promoting := phase == sluicev1.CanaryPhasePromoting || phase == sluicev1.CanaryPhaseFinalising
 	st, err := windows.Evaluate(canary.Spec.Windows, o.Now)
-	if err != nil {
-		return nil, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
+	if err != nil && !promoting && phase != "" && phase != sluicev1.CanaryPhaseInitializing {
+		return nil, &plan.Hold{Reason: sluicev1.ReasonInvalidWindow,
+			Message: fmt.Sprintf("progression windows fail closed, no run starts or advances: %v", err)}, nil
 	}
-	if !st.Open && phase != sluicev1.CanaryPhasePromoting && phase != sluicev1.CanaryPhaseFinalising {
+	if !running && !starting || err != nil {
+		return nil, nil, nil
+	}
+	if !st.Open && !promoting {
 		return &plan.Hold{Reason: sluicev1.ReasonOutsideWindow, Until: st.NextOpen,
-			Message: fmt.Sprintf("outside progression windows; next window opens at %s", st.NextOpen.UTC().Format(time.RFC3339))}, nil
+			Message: fmt.Sprintf("outside progression windows; next window opens at %s", st.NextOpen.UTC().Format(time.RFC3339))}, nil, nil
 	}
 	if !starting || r.MaxProgressing <= 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	n, err := r.cap.running(ctx, r, canary, o.Now)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if n >= r.MaxProgressing {
 		return &plan.Hold{Reason: sluicev1.ReasonRolloutCapReached,
-			Message: fmt.Sprintf("%d canaries progressing, the cap is %d (--max-progressing)", n, r.MaxProgressing)}, nil
+			Message: fmt.Sprintf("%d canaries progressing, the cap is %d (--max-progressing)", n, r.MaxProgressing)}, nil, nil
 	}
 	r.cap.admit(canary, o.Now)
-	return nil, nil
+	return nil, nil, nil
 }
 
 // rolloutCap counts runs in flight from the cache, plus runs this process admitted in the last

@@ -12,8 +12,10 @@ import (
 )
 
 // TestIdleCanaryNoData runs the real analysis engine against a real Prometheus that has no samples
-// for the canary (an idle service): with onNoData Skip below a minimum request count the run is
-// promoted; with the default it is rolled back after threshold checks, each one a NoData verdict.
+// for the canary (an idle service): with onNoData Skip below a minimum request count the checks are
+// no evidence, so the step holds and the run rolls back at the progress deadline — unless the
+// Canary opts in to advancing without data, then it is promoted and says so; with the default it
+// is rolled back after threshold checks, each one a NoData verdict.
 func TestIdleCanaryNoData(t *testing.T) {
 	testenv := env
 	if testenv == nil {
@@ -21,13 +23,15 @@ func TestIdleCanaryNoData(t *testing.T) {
 	}
 	prom := promtest.StartT(t, promtest.Config{})
 	for _, tt := range []struct {
-		name      string
-		skipIdle  bool
-		wantPhase sluicev1.CanaryPhase
-		verdict   sluicev1.Verdict
+		name        string
+		skipIdle    bool
+		withoutData bool
+		wantPhase   sluicev1.CanaryPhase
+		verdict     sluicev1.Verdict
 	}{
-		{"skip below minimum request count promotes", true, sluicev1.CanaryPhaseSucceeded, sluicev1.VerdictSkipped},
-		{"default fails on no data and rolls back", false, sluicev1.CanaryPhaseFailed, sluicev1.VerdictNoData},
+		{"skip below minimum request count holds, then rolls back at the deadline", true, false, sluicev1.CanaryPhaseFailed, sluicev1.VerdictSkipped},
+		{"skip below minimum request count with advanceWithoutData promotes", true, true, sluicev1.CanaryPhaseSucceeded, sluicev1.VerdictSkipped},
+		{"default fails on no data and rolls back", false, false, sluicev1.CanaryPhaseFailed, sluicev1.VerdictNoData},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t)
@@ -40,17 +44,30 @@ func TestIdleCanaryNoData(t *testing.T) {
 					c.Spec.Analysis.Metrics[i].MinRequestCount = ptr.To[int64](10)
 				}
 			}
+			c.Spec.Analysis.AdvanceWithoutData = tt.withoutData
 			h.create(c)
 			h.runUntil(sluicev1.CanaryPhaseInitialized, 10)
 			h.setImage("2")
 			h.runUntil(tt.wantPhase, 60)
+			log := strings.Join(h.log, "\n")
+			switch {
+			case tt.skipIdle && !tt.withoutData:
+				if h.deployment("podinfo").Spec.Template.Spec.Containers[0].Image == h.deployment("podinfo-primary").Spec.Template.Spec.Containers[0].Image ||
+					!strings.Contains(log, "[NoEvidence]") || !strings.Contains(log, "progress deadline exceeded") {
+					t.Fatalf("a canary that served nothing was promoted, or the hold was not said:\n%s", log)
+				}
+			case tt.withoutData:
+				if got := h.canary().Status.LastCheck; got == nil || !got.AdvancedWithoutData || !strings.Contains(log, "[AdvancedWithoutData]") {
+					t.Fatalf("advancing without data not said: %+v\n%s", got, log)
+				}
+			}
 			got := h.canary()
 			for _, m := range got.Status.Analysis {
 				if m.Verdict != tt.verdict {
 					t.Fatalf("metric %s verdict %s (%s), want %s", m.Name, m.Verdict, m.Message, tt.verdict)
 				}
 			}
-			if tt.wantPhase == sluicev1.CanaryPhaseFailed {
+			if tt.wantPhase == sluicev1.CanaryPhaseFailed && !tt.skipIdle {
 				if got.Status.FailedChecks != 5 || !strings.Contains(strings.Join(h.log, "\n"), "NoData") {
 					t.Fatalf("rolled back after %d checks; log:\n%s", got.Status.FailedChecks, strings.Join(h.log, "\n"))
 				}

@@ -10,13 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary/plan"
 	"sluice.dev/sluice/controllers/internal/reconcilekit"
-	"sluice.dev/sluice/providers"
 )
 
 // workloadOf summarises a Deployment for the plan.
@@ -67,39 +67,74 @@ func (r *Reconciler) trackedConfigs(ctx context.Context, ns string, refs []confi
 }
 
 // ensureServices creates or corrects the apex, primary and canary Services. Only the selector,
-// ports and the sluice label are managed; nothing is written when they match.
-func (r *Reconciler) ensureServices(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, target *appsv1.Deployment) error {
+// ports and the sluice label are managed; nothing is written when they match. The apex Service
+// moves to the primary only once the primary is ready (primaryReady), so adopting a Service that
+// already serves never leaves it without ready endpoints; taking over an existing one is
+// announced in an event (claimService) and its original spec kept for revertOnDeletion.
+func (r *Reconciler) ensureServices(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, target *appsv1.Deployment, primaryReady bool) error {
 	desired, err := desiredServices(canary, target)
 	if err != nil {
 		return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 	}
-	apex := providers.NamesFor(canary).Apex
+	apexName := canary.ServiceNames().Apex
 	for _, want := range desired {
+		apex := want.Name == apexName
 		have := &corev1.Service{}
 		err := r.Get(ctx, client.ObjectKeyFromObject(want), have)
-		if err == nil && !ownedBy(have, canary) {
-			if err := claimService(tick, canary, have, want.Name == apex); err != nil {
-				return err
+		if err == nil && !ownedBy(have, canary) && !apex {
+			return claimService(tick, canary, have, false) // never a Service Sluice did not create
+		}
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("reading service %s: %w", want.Name, err)
+		}
+		if apex {
+			existing := have
+			if err != nil {
+				existing = nil
+			}
+			want.Spec.Selector = apexSelector(canary, existing, desired[1].Spec.Selector, desired[2].Spec.Selector)
+		}
+		if err == nil {
+			if err := headlessMismatch(have, want); err != nil {
+				return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 			}
 		}
 		if err == nil && serviceMatches(have, want) {
 			continue // the common, idle case: no conversion, no request
 		}
-		if client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("reading service %s: %w", want.Name, err)
+		if apex && !primaryReady {
+			continue // the apex moves to the primary only once the primary serves
+		}
+		takeover := apex && err == nil && !ownedBy(have, canary)
+		if takeover {
+			if err := claimService(tick, canary, have, true); err != nil {
+				return err
+			}
 		}
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: want.Namespace}}
 		_, err = controllerutil.CreateOrPatch(ctx, r.Client, svc, func() error {
+			if takeover {
+				if err := rememberOriginal(svc); err != nil {
+					return err
+				}
+			}
 			if svc.Labels == nil {
 				svc.Labels = map[string]string{}
 			}
 			maps.Copy(svc.Labels, want.Labels)
+			if len(want.Annotations) > 0 {
+				if svc.Annotations == nil {
+					svc.Annotations = map[string]string{}
+				}
+				maps.Copy(svc.Annotations, want.Annotations)
+			}
 			svc.Spec.Selector = want.Spec.Selector
 			if !portsMatch(svc.Spec.Ports, want.Spec.Ports) {
 				svc.Spec.Ports = want.Spec.Ports
 			}
 			if svc.CreationTimestamp.IsZero() {
 				svc.Spec.Type = want.Spec.Type
+				svc.Spec.ClusterIP = want.Spec.ClusterIP
 				return controllerutil.SetControllerReference(canary, svc, r.Scheme)
 			}
 			return nil
@@ -111,10 +146,16 @@ func (r *Reconciler) ensureServices(ctx context.Context, tick *reconcilekit.Tick
 	return nil
 }
 
-// serviceMatches reports whether have already carries want's selector, ports and labels.
+// serviceMatches reports whether have already carries want's selector, ports, labels and
+// annotations.
 func serviceMatches(have, want *corev1.Service) bool {
 	for k, v := range want.Labels {
 		if have.Labels[k] != v {
+			return false
+		}
+	}
+	for k, v := range want.Annotations {
+		if have.Annotations[k] != v {
 			return false
 		}
 	}
@@ -140,41 +181,40 @@ func portsMatch(have, want []corev1.ServicePort) bool {
 // the target when it does not exist yet — at initialization, or later only when the target runs the
 // promoted revision (otherwise the Canary stalls with reason PrimaryMissing).
 func (r *Reconciler) ensurePrimary(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, target *appsv1.Deployment,
-	refs []configRef, revision string) (*appsv1.Deployment, error) {
-	primary := &appsv1.Deployment{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: primaryName(target.Name)}, primary)
+	refs []configRef, revision string) (primary *appsv1.Deployment, created bool, err error) {
+	primary = &appsv1.Deployment{}
+	err = r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: primaryName(target.Name)}, primary)
 	if err == nil {
 		if !ownedBy(primary, canary) {
-			return nil, notOwned(canary, "Deployment", primary.Name)
+			return nil, false, notOwned(canary, "Deployment", primary.Name)
 		}
-		return primary, nil
+		return primary, false, nil
 	}
 	if !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("reading primary deployment: %w", err)
+		return nil, false, fmt.Errorf("reading primary deployment: %w", err)
 	}
 	if promoted := canary.Status.LastPromotedSpec; promoted != "" && revision != promoted {
 		// The primary is gone and the target runs another revision: rebuilding the primary from it
 		// would promote a revision no analysis has passed.
-		return nil, reconcilekit.Stalled(sluicev1.ReasonPrimaryMissing, "primary deployment %s is missing and the target runs revision %s, not the promoted %s: "+
+		return nil, false, reconcilekit.Stalled(sluicev1.ReasonPrimaryMissing, "primary deployment %s is missing and the target runs revision %s, not the promoted %s: "+
 			"set the target back to the promoted version (Sluice then rebuilds the primary from it) or recreate %s",
 			primaryName(target.Name), revision, promoted, primaryName(target.Name))
 	}
 	if err := r.copyConfigs(ctx, canary, refs); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	primary, err = newPrimary(canary, target, refs, revision)
 	if err != nil {
-		return nil, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
+		return nil, false, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 	}
 	if err := controllerutil.SetControllerReference(canary, primary, r.Scheme); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := r.Create(ctx, primary); err != nil {
-		return nil, fmt.Errorf("creating primary deployment %s: %w", primary.Name, err)
+		return nil, false, fmt.Errorf("creating primary deployment %s: %w", primary.Name, err)
 	}
-	canary.Status.Phase = sluicev1.CanaryPhaseInitializing
 	tick.Normal(sluicev1.ReasonPrimaryCreated, fmt.Sprintf("Created %s from %s at revision %s", primary.Name, target.Name, revision))
-	return primary, nil
+	return primary, true, nil
 }
 
 // copyConfigs writes <name>-primary copies of the tracked ConfigMaps and Secrets, owned by the
@@ -235,10 +275,17 @@ func (r *Reconciler) promotePrimary(ctx context.Context, canary *sluicev1.Canary
 		return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 	}
 	patch := client.MergeFrom(primary.DeepCopy())
-	primary.Spec.Template = tpl
+	if canary.Spec.AutoscalerRef == nil && target.Spec.Replicas != nil && *target.Spec.Replicas > 0 {
+		// Without an autoscaler the primary follows the target's replicas (the release's count).
+		primary.Spec.Replicas = ptr.To(max(*target.Spec.Replicas, ptr.Deref(primary.Spec.Replicas, 0)))
+	}
 	if primary.Annotations == nil {
 		primary.Annotations = map[string]string{}
 	}
+	if err := rememberRestorePoint(primary, revision); err != nil {
+		return err
+	}
+	primary.Spec.Template = tpl
 	primary.Annotations[AnnotationRevision] = revision
 	if err := r.Patch(ctx, primary, patch); err != nil {
 		return fmt.Errorf("promoting primary %s: %w", primary.Name, err)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -70,4 +72,48 @@ func configKind(kind string) string {
 		return "ConfigMap"
 	}
 	return "Secret"
+}
+
+// checkNameClashes stalls, before Sluice writes anything for a Canary without a primary yet, on
+// an object of a name it would create that it did not create: the primary Deployment, the
+// -primary and -canary Services, the -primary config copies. Stalling only when creating them
+// would come after the apex Service was taken over, pointing it at primary pods that never come.
+// Once the primary exists (and is Sluice's), the names are Sluice's: nothing more is read.
+// errors: notOwned naming the first clash, API errors.
+func (r *Reconciler) checkNameClashes(ctx context.Context, canary *sluicev1.Canary, target *appsv1.Deployment, refs []configRef) error {
+	key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: canary.Namespace, Name: name} }
+	primary := &appsv1.Deployment{}
+	switch err := r.Get(ctx, key(primaryName(target.Name)), primary); {
+	case err == nil:
+		if !ownedBy(primary, canary) {
+			return notOwned(canary, "Deployment", primary.Name)
+		}
+		return nil
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("reading primary deployment: %w", err)
+	}
+	names := canary.ServiceNames()
+	for _, name := range []string{names.Primary, names.Canary} {
+		svc := &corev1.Service{}
+		switch err := r.Get(ctx, key(name), svc); {
+		case err == nil && !ownedBy(svc, canary):
+			return notOwned(canary, "Service", name)
+		case client.IgnoreNotFound(err) != nil:
+			return fmt.Errorf("reading service %s: %w", name, err)
+		}
+	}
+	for _, ref := range refs {
+		var obj client.Object = &corev1.Secret{}
+		if ref.Kind == kindConfigMap {
+			obj = &corev1.ConfigMap{}
+		}
+		name := primaryName(ref.Name)
+		switch err := r.Get(ctx, key(name), obj); {
+		case err == nil && !ownedBy(obj, canary):
+			return notOwned(canary, configKind(ref.Kind), name)
+		case client.IgnoreNotFound(err) != nil:
+			return fmt.Errorf("reading %s %s: %w", configKind(ref.Kind), name, err)
+		}
+	}
+	return nil
 }

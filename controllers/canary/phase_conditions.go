@@ -18,6 +18,10 @@ func setPhaseConditions(c *sluicev1.Canary, hold *plan.Hold, events []planevent.
 	s := &c.Status
 	switch s.Phase {
 	case sluicev1.CanaryPhaseInitializing:
+		if hold != nil { // waiting for the metrics server
+			reconcilekit.SetSummary(c, reconcilekit.Summary{Ready: metav1.ConditionFalse, Reason: hold.Reason, Message: hold.Message, Reconciling: true})
+			break
+		}
 		reconcilekit.SetSummary(c, reconcilekit.Summary{Ready: metav1.ConditionFalse, Reason: sluicev1.ReasonInitializing,
 			Message: "Waiting for the primary to become ready", Reconciling: true, ReconcilingMessage: "Creating the primary"})
 	case sluicev1.CanaryPhaseInitialized:
@@ -33,12 +37,23 @@ func setPhaseConditions(c *sluicev1.Canary, hold *plan.Hold, events []planevent.
 	case sluicev1.CanaryPhaseProgressing, sluicev1.CanaryPhaseWaitingPromotion, sluicev1.CanaryPhasePromoting, sluicev1.CanaryPhaseFinalising:
 		msg := fmt.Sprintf("%s revision %s at canary weight %d, %d failed checks", s.Phase, s.LastAppliedSpec, s.CanaryWeight, s.FailedChecks)
 		reason := sluicev1.ReasonProgressing
+		if lc := s.LastCheck; lc != nil {
+			switch lc.Outcome {
+			case sluicev1.CheckNoEvidence:
+				if !lc.AdvancedWithoutData {
+					msg, reason = msg+"; the last check had no evidence, the step holds: "+lc.Message, sluicev1.ReasonNoEvidence
+				}
+			case sluicev1.CheckError:
+				msg, reason = msg+fmt.Sprintf("; %d checks in a row could not be judged, the step holds: %s", s.ConsecutiveErrors, lc.Message),
+					sluicev1.ReasonMetricsUnavailable
+			}
+		}
 		if hold != nil && s.Phase == sluicev1.CanaryPhaseProgressing {
 			msg, reason = msg+"; held: "+hold.Message, hold.Reason
 		}
 		reconcilekit.SetSummary(c, reconcilekit.Summary{Ready: metav1.ConditionUnknown, Reason: reason, Message: msg, Reconciling: true})
 	case sluicev1.CanaryPhaseSucceeded:
-		msg := fmt.Sprintf("Revision %s promoted", s.LastPromotedSpec)
+		msg := fmt.Sprintf("Revision %s promoted: the primary serves it", s.LastPromotedSpec)
 		reconcilekit.SetSummary(c, reconcilekit.Summary{Ready: metav1.ConditionTrue, Reason: sluicev1.ReasonSucceeded, Message: msg})
 		reconcilekit.SetCondition(c, sluicev1.ConditionPromoted, metav1.ConditionTrue, sluicev1.ReasonSucceeded, msg)
 	case sluicev1.CanaryPhaseFailed:

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
-	"sluice.dev/sluice/providers"
 )
 
 // Labels and annotations Sluice puts on the objects it creates.
@@ -110,25 +109,29 @@ func servicePort(canary *sluicev1.Canary) corev1.ServicePort {
 		AppProtocol: svc.AppProtocol}
 }
 
-// desiredServices returns the apex Service (selecting primary pods), <apex>-primary and
-// <apex>-canary (selecting the target's pods), each with the Canary's port.
+// desiredServices returns the apex Service (selecting primary pods; see apexSelector for provider
+// kubernetes), <apex>-primary and <apex>-canary (selecting the target's pods), each with the
+// Canary's port (and the discovered ones), spec.service's metadata, and headless when asked.
 func desiredServices(canary *sluicev1.Canary, target *appsv1.Deployment) ([]*corev1.Service, error) {
 	primarySel, err := primarySelector(target)
 	if err != nil {
 		return nil, err
 	}
-	names := providers.NamesFor(canary)
-	mk := func(name string, selector map[string]string) *corev1.Service {
-		return &corev1.Service{
+	names := canary.ServiceNames()
+	main := servicePort(canary)
+	ports := append([]corev1.ServicePort{main}, discoveredPorts(canary, target, main)...)
+	mk := func(name string, role serviceRole, selector map[string]string) *corev1.Service {
+		svc := &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: canary.Namespace,
 				Labels: map[string]string{LabelCanary: canary.Name}},
-			Spec: corev1.ServiceSpec{Selector: selector, Ports: []corev1.ServicePort{servicePort(canary)},
-				Type: corev1.ServiceTypeClusterIP},
+			Spec: corev1.ServiceSpec{Selector: selector, Ports: ports, Type: corev1.ServiceTypeClusterIP},
 		}
+		decorate(canary, role, svc)
+		return svc
 	}
 	return []*corev1.Service{
-		mk(names.Apex, primarySel),
-		mk(names.Primary, primarySel),
-		mk(names.Canary, maps.Clone(target.Spec.Selector.MatchLabels)),
+		mk(names.Apex, roleApex, primarySel),
+		mk(names.Primary, rolePrimary, primarySel),
+		mk(names.Canary, roleCanary, maps.Clone(target.Spec.Selector.MatchLabels)),
 	}, nil
 }

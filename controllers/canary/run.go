@@ -10,128 +10,70 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"sluice.dev/sluice/analysis"
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary/plan"
 	"sluice.dev/sluice/controllers/internal/reconcilekit"
 	"sluice.dev/sluice/providers"
-	"sluice.dev/sluice/providers/gatewayapi"
-	"sluice.dev/sluice/providers/istio"
 )
 
-// reconcileRun runs the lifecycle step and turns its error into conditions: a stall (only a
-// change to the spec or the cluster fixes it) is looked at again after one interval.
+// reconcileRun runs the lifecycle step and turns its outcome into conditions. A stall (only a
+// change to the spec or the cluster fixes it) is looked at again after one interval; a stall met
+// during a run went to the planner too (checks go on, the progress deadline ends the run) and is
+// reported the same way.
 func (r *Reconciler) reconcileRun(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary) (ctrl.Result, error) {
 	r.checkAlertProviders(ctx, tick, canary)
-	res, err := r.step(ctx, tick, canary)
-	return tick.Settle(res, err, plan.Interval(canary.Spec))
+	res, stall, err := r.step(ctx, tick, canary)
+	if err == nil && stall != nil {
+		err = reconcilekit.Stalled(stall.Reason, "%s", stall.Message)
+		if res.RequeueAfter > 0 && res.RequeueAfter < plan.Interval(canary.Spec) {
+			// The run goes on under the stall: keep its pace, and report the stall.
+			settled, _ := tick.Settle(res, err, res.RequeueAfter)
+			return settled, nil
+		}
+	}
+	return tick.Settle(res, stallPermanent(err), plan.Interval(canary.Spec))
 }
 
-func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary) (ctrl.Result, error) {
+// step runs one tick: observe → gather (gates, analysis) → decide → apply. It returns the stall
+// the planner saw, if any.
+func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary) (ctrl.Result, *plan.Hold, error) {
 	router, ok := r.Routers[providerOf(canary)]
 	if !ok {
-		return ctrl.Result{}, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "provider %q is not enabled in this controller", providerOf(canary))
+		return ctrl.Result{}, nil, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "provider %q is not enabled in this controller", providerOf(canary))
 	}
 	if err := r.checkAccess(canary); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := analysis.ValidateIntervals(canary, r.scrapeInterval()); err != nil {
-		return ctrl.Result{}, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
+		return ctrl.Result{}, nil, err
 	}
 	if err := r.targetConflict(ctx, canary); err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, nil, err
 	}
-	target, err := r.target(ctx, canary)
+	obs, err := r.observe(ctx, tick, canary, router)
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{RequeueAfter: plan.PollInterval}, nil, err
 	}
-	refs := configRefs(&target.Spec.Template.Spec)
-	tracked, err := r.trackedConfigs(ctx, canary.Namespace, refs)
-	if err != nil {
-		return ctrl.Result{}, err
+	if res, done, err := r.gather(ctx, tick, canary, obs); done || err != nil {
+		return res, obs.o.Stall, err
 	}
-	revision := revisionOf(&target.Spec.Template, tracked)
-	if err := r.ensureServices(ctx, tick, canary, target); err != nil {
-		return ctrl.Result{}, err
+	d := plan.Decide(obs.o)
+	if err := r.apply(ctx, tick, canary, router, obs, d); err != nil {
+		return ctrl.Result{}, obs.o.Stall, err
 	}
-	primary, err := r.ensurePrimary(ctx, tick, canary, target, refs, revision)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := router.Reconcile(ctx, canary); err != nil {
-		if errors.Is(err, providers.ErrRouteNotFound) || errors.Is(err, gatewayapi.ErrRouteConflict) ||
-			errors.Is(err, istio.ErrNotControlled) || errors.Is(err, gatewayapi.ErrInvalidSpec) ||
-			errors.Is(err, gatewayapi.ErrNoApexBackend) {
-			return ctrl.Result{}, reconcilekit.Stalled(sluicev1.ReasonRouteError, "%w", err)
-		}
-		return ctrl.Result{}, fmt.Errorf("reconciling routes: %w", err)
-	}
-	if wait, err := r.metricsReady(ctx, canary); err != nil || wait {
-		return ctrl.Result{RequeueAfter: plan.PollInterval}, err
-	}
+	return ctrl.Result{RequeueAfter: d.RequeueAfter}, obs.o.Stall, nil
+}
 
-	o := plan.Observed{
-		Now: tick.Now(), Spec: canary.Spec, Status: canary.Status, Revision: revision, TrackedConfigs: tracked,
-		Primary: workloadOf(primary, primary.Annotations[AnnotationRevision]),
-		Canary:  workloadOf(target, revision),
-		Requests: map[string]string{
-			sluicev1.AnnotationPromote: canary.Annotations[sluicev1.AnnotationPromote],
-			sluicev1.AnnotationAbort:   canary.Annotations[sluicev1.AnnotationAbort],
-			sluicev1.AnnotationRetry:   canary.Annotations[sluicev1.AnnotationRetry],
-		},
+// stallPermanent turns a provider error that says the route or the spec can never work as it is
+// (providers.IsPermanent, wherever in the tick it came from) into a stall with the provider's
+// reason: retrying with backoff cannot fix it.
+func stallPermanent(err error) error {
+	if _, ok := reconcilekit.AsStalled(err); ok {
+		return err
 	}
-	if w, err := router.GetRoutes(ctx, canary); err == nil {
-		o.RouteWeight, o.RouteKnown = w.Canary, true
-		if on, err := router.GetABRoutes(ctx, canary); err == nil {
-			o.RouteABOn, o.RouteABKnown = on, true
-		}
-	} else if canary.Status.Phase != "" && canary.Status.Phase != sluicev1.CanaryPhaseInitializing {
-		log.FromContext(ctx).Info("Reading route weights failed", "error", err.Error())
+	if reason, ok := providers.IsPermanent(err); ok {
+		return reconcilekit.Stalled(reason, "%w", err)
 	}
-	if hold, err := r.hold(ctx, canary, o); err != nil {
-		return ctrl.Result{}, err
-	} else {
-		o.Hold = hold
-	}
-	gatesDue := len(plan.GatesDue(o)) > 0
-	if gatesDue {
-		// Webhook gates call out: act on a current Canary. A check needs no read around the cache
-		// (economy.go): the status patch's optimistic lock discards a check decided on a stale copy.
-		if stale, err := tick.Kit().IsStale(ctx, canary); err != nil || stale {
-			return reconcilekit.StaleResult(), err
-		}
-	}
-	if gatesDue {
-		gates, pending := r.resolveGates(canary, o)
-		if pending {
-			return ctrl.Result{RequeueAfter: gatePoll}, nil
-		}
-		o.Gates = gates
-	}
-	if plan.AnalysisDue(o) {
-		check, err := r.Analyzer.Analyze(ctx, canary, o.Now)
-		if ctx.Err() != nil {
-			return ctrl.Result{}, ctx.Err()
-		}
-		if err != nil {
-			return ctrl.Result{}, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "analysis: %w", err)
-		}
-		o.Check = &plan.Check{Failed: check.Failed(), Summary: check.Summary(), Results: check.Results}
-	}
-
-	d := plan.Decide(o)
-	if err := r.execute(ctx, canary, router, target, primary, refs, d); err != nil {
-		return ctrl.Result{}, err
-	}
-	canary.Status = d.Status
-	tick.Event(d.Events...)
-	setPhaseConditions(canary, o.Hold, d.Events)
-	observeMetrics(canary, d.Events)
-	r.queueHooks(tick, canary, d.Events)
-	r.queueNotifications(tick, canary, d.Events)
-	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
+	return err
 }
 
 func providerOf(canary *sluicev1.Canary) sluicev1.Provider {
@@ -145,20 +87,22 @@ func (r *Reconciler) scrapeInterval() time.Duration {
 	if r.ScrapeInterval > 0 {
 		return r.ScrapeInterval
 	}
-	return defaultScrapeInterval
+	return analysis.DefaultScrapeInterval
 }
 
 // targetConflict stalls every Canary but the oldest that targets the same Deployment: two
-// controllers of one workload would fight over its replicas, primary and route.
+// controllers of one workload would fight over its replicas, primary and route. Every tick it
+// reads only the Canaries of that target, through the target index (the cache's; on a client
+// without a cache, the CRD's selectable field spec.targetRef.name), without copying them.
 func (r *Reconciler) targetConflict(ctx context.Context, canary *sluicev1.Canary) error {
 	list := &sluicev1.CanaryList{}
-	// Every tick: only the Canaries of this target (index), read without copying them.
-	if err := r.listIndexed(ctx, list, canary.Namespace, indexTarget, canary.Spec.TargetRef.Name, indexTargetValue); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(canary.Namespace), client.MatchingFields{indexTarget: canary.Spec.TargetRef.Name},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing canaries of deployment %s: %w", canary.Spec.TargetRef.Name, err)
 	}
 	for i := range list.Items {
 		other := &list.Items[i]
-		if other.UID == canary.UID || !other.DeletionTimestamp.IsZero() || other.Spec.TargetRef.Name != canary.Spec.TargetRef.Name {
+		if other.UID == canary.UID || !other.DeletionTimestamp.IsZero() {
 			continue
 		}
 		older := other.CreationTimestamp.Before(&canary.CreationTimestamp) ||
@@ -173,6 +117,10 @@ func (r *Reconciler) targetConflict(ctx context.Context, canary *sluicev1.Canary
 
 // target reads the Canary's target Deployment. errors: stalled when missing.
 func (r *Reconciler) target(ctx context.Context, canary *sluicev1.Canary) (*appsv1.Deployment, error) {
+	if kind := canary.Spec.TargetRef.Kind; kind != "" && kind != "Deployment" {
+		return nil, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec,
+			"spec.targetRef.kind %s: this controller delivers Deployments only; DaemonSet targets are accepted by the API but not implemented yet", kind)
+	}
 	target := &appsv1.Deployment{}
 	key := client.ObjectKey{Namespace: canary.Namespace, Name: canary.Spec.TargetRef.Name}
 	if err := r.Get(ctx, key, target); err != nil {
@@ -187,24 +135,23 @@ func (r *Reconciler) target(ctx context.Context, canary *sluicev1.Canary) (*apps
 	return target, nil
 }
 
-// metricsReady keeps an initializing Canary waiting, with a condition, while its metrics server
-// does not answer. It reports whether to wait.
-func (r *Reconciler) metricsReady(ctx context.Context, canary *sluicev1.Canary) (bool, error) {
+// metricsReady reports why an initializing Canary must wait for its metrics server (nil: no
+// wait), for the planner to keep it Initializing with that reason.
+// errors: stalled for a spec problem (a missing MetricTemplate or Secret, a template that does
+// not render).
+func (r *Reconciler) metricsReady(ctx context.Context, canary *sluicev1.Canary) (*plan.Hold, error) {
 	phase := canary.Status.Phase
 	if phase != "" && phase != sluicev1.CanaryPhaseInitializing {
-		return false, nil
+		return nil, nil
 	}
 	if canary.Spec.SkipAnalysis || len(canary.Spec.Analysis.Metrics) == 0 || r.Analyzer == nil {
-		return false, nil
+		return nil, nil
 	}
 	if err := r.Analyzer.Ready(ctx, canary); err != nil {
 		if !errors.Is(err, analysis.ErrUnreachable) {
-			// A missing MetricTemplate or Secret, a template that does not render: fix the spec.
-			return false, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "analysis: %w", err)
+			return nil, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "analysis: %w", err)
 		}
-		canary.Status.Phase = sluicev1.CanaryPhaseInitializing
-		reconcilekit.MarkWaiting(canary, sluicev1.ReasonMetricsUnreachable, fmt.Sprintf("Waiting for the metrics server: %v", err))
-		return true, nil
+		return &plan.Hold{Reason: sluicev1.ReasonMetricsUnreachable, Message: fmt.Sprintf("Waiting for the metrics server: %v", err)}, nil
 	}
-	return false, nil
+	return nil, nil
 }

@@ -55,7 +55,8 @@ func (r *Reconciler) analyze(ctx context.Context, dp *sluicev1.DataPlane, namesp
 		for _, res := range checks[i].Results {
 			out.Results = append(out.Results, sluicev1.NamespaceMetricResult{Namespace: ns, MetricResult: res})
 		}
-		if checks[i].Failed() {
+		// A DataPlane wave fails on errors as well as on failures: it has no error limit.
+		if o := checks[i].Outcome(); o == sluicev1.CheckFailed || o == sluicev1.CheckError {
 			failures = append(failures, fmt.Sprintf("%s: %s", ns, checks[i].Summary()))
 		}
 	}

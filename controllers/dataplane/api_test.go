@@ -30,7 +30,8 @@ func validSpec() sluicev1.DataPlaneSpec {
 		Windows:          []sluicev1.ProgressionWindow{{Schedule: "0 9 * * 1-5", Duration: "8h", TimeZone: "Europe/Berlin"}},
 		Analysis: sluicev1.DataPlaneAnalysis{Interval: "1m", Threshold: 3, Metrics: []sluicev1.CanaryMetric{
 			{Name: sluicev1.MetricRequestSuccessRate, ThresholdRange: &sluicev1.ThresholdRange{Min: ptr.To(99.0)}},
-			{Name: "fleet-health", TemplateRef: &sluicev1.CrossNamespaceObjectReference{Name: "fleet-health", Namespace: "sluice-system"}},
+			{Name: "fleet-health", TemplateRef: &sluicev1.CrossNamespaceObjectReference{Name: "fleet-health", Namespace: "sluice-system"},
+				ThresholdRange: &sluicev1.ThresholdRange{Min: ptr.To(1.0)}},
 		}, Alerts: []sluicev1.CanaryAlert{{Name: "on-call", ProviderRef: sluicev1.CrossNamespaceObjectReference{Name: "slack", Namespace: "sluice-system"}}}},
 	}
 }

@@ -49,7 +49,8 @@ func TestTemplateCredentialsStayWithTheirAddress(t *testing.T) {
 		ThresholdRange: &sluicev1.ThresholdRange{Min: ptr.To(99.0)}}}
 	create(t, c)
 
-	opts := manager.Options{Namespaces: []string{shared, team}, ControllerNamespace: controllerNS}
+	opts := manager.Options{Namespaces: []string{shared, team}, ControllerNamespace: controllerNS,
+		ScrapeInterval: time.Second} // the run is judged within seconds: windows need only twice this
 	func() {
 		stop := startManagerUntil(t, opts)
 		defer stop()

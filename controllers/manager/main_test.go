@@ -105,7 +105,7 @@ func canaryFor(ns, name string) *sluicev1.Canary {
 			TargetRef:        sluicev1.TargetReference{APIVersion: "apps/v1", Kind: "Deployment", Name: name},
 			Service:          sluicev1.CanaryService{Port: 9898},
 			RevertOnDeletion: true,
-			Analysis:         sluicev1.CanaryAnalysis{Interval: "1s", Threshold: 2, MaxWeight: 50, StepWeight: 25},
+			Analysis:         sluicev1.CanaryAnalysis{Interval: "1s", Threshold: 2, MaxWeight: 50, StepWeight: 25, AdvanceWithoutData: true},
 		},
 	}
 }

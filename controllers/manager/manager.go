@@ -19,12 +19,14 @@ import (
 	"sluice.dev/sluice/configread"
 	"sluice.dev/sluice/controllers/canary"
 	"sluice.dev/sluice/controllers/dataplane"
+	"sluice.dev/sluice/controllers/metrictemplate"
 	"sluice.dev/sluice/controllers/scheme"
 	"sluice.dev/sluice/egress"
 	"sluice.dev/sluice/notify"
 	"sluice.dev/sluice/providers"
 	"sluice.dev/sluice/providers/gatewayapi"
 	"sluice.dev/sluice/providers/istio"
+	"sluice.dev/sluice/providers/kubernetes"
 	"sluice.dev/sluice/tenancy"
 	"sluice.dev/sluice/webhooks"
 )
@@ -140,6 +142,8 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}
 	analysisOpts := analysis.Options{DefaultAddress: o.MetricsServer, ScrapeInterval: o.ScrapeInterval,
 		QueryTimeout: o.QueryTimeout, Egress: policy, Refs: refs}
+	// One analysis engine for both controllers: the one place the scrape interval is configured.
+	engine := analysis.NewEngine(c, analysisOpts)
 	r := &canary.Reconciler{
 		Gates:     gates,
 		Notifier:  notifier,
@@ -148,10 +152,11 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		Scheme:    mgr.GetScheme(),
 		Recorder:  recorder,
 		Clock:     clock.RealClock{},
-		Analyzer:  analysis.NewEngine(c, analysisOpts),
+		Analyzer:  engine,
 		Routers: map[sluicev1.Provider]providers.Router{
 			sluicev1.ProviderGatewayAPI: gatewayapi.New(c),
 			sluicev1.ProviderIstio:      istio.New(c),
+			sluicev1.ProviderKubernetes: kubernetes.New(c),
 		},
 		Options: canary.Options{MaxProgressing: o.MaxProgressing, ScrapeInterval: o.ScrapeInterval,
 			Refs: refs, Egress: policy},
@@ -176,13 +181,16 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 			APIReader: mgr.GetAPIReader(),
 			Recorder:  recorder,
 			Clock:     clock.RealClock{},
-			Analyzer:  analysis.NewEngine(c, analysisOpts),
+			Analyzer:  engine,
 			Notifier:  notifier,
 			Options:   dataplane.Options{ScrapeInterval: o.ScrapeInterval},
 		}
 		if err := dp.SetupWithManager(ctx, mgr, 2); err != nil {
 			return nil, fmt.Errorf("setting up the dataplane controller: %w", err)
 		}
+	}
+	if err := (&metrictemplate.Reconciler{Client: c}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the metrictemplate controller: %w", err)
 	}
 	return addHealthChecks(mgr)
 }

@@ -4,6 +4,7 @@
 package windows
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -20,25 +21,39 @@ type State struct {
 	NextOpen time.Time
 }
 
+// ErrNeverOpens means a window's schedule never fires (e.g. "0 0 30 2 *", February 30th): the
+// window can never open. Callers fail closed: nothing advances, and the user is told.
+var ErrNeverOpens = errors.New("window never opens")
+
 // Evaluate reports whether now lies inside any of ws and, if not, when the next one opens.
-// errors: an unparsable schedule, duration or time zone (naming the window's index).
+// errors: an unparsable schedule, duration or time zone, or ErrNeverOpens, naming the window's
+// index. Every window is checked, so a broken one is reported even while another is open.
 func Evaluate(ws []sluicev1.ProgressionWindow, now time.Time) (State, error) {
 	if len(ws) == 0 {
 		return State{Open: true}, nil
 	}
 	var next time.Time
+	open := false
 	for i, w := range ws {
 		sched, dur, err := parse(w)
 		if err != nil {
 			return State{}, fmt.Errorf("windows[%d]: %w", i, err)
 		}
-		// The latest opening at or before now, if any, is the first opening after now-dur.
-		if start := sched.Next(now.Add(-dur)); !start.After(now) {
-			return State{Open: true}, nil
+		n := sched.Next(now)
+		if n.IsZero() {
+			// robfig/cron returns the zero time when the schedule matches no time in five years.
+			return State{}, fmt.Errorf("windows[%d]: schedule %q: %w", i, w.Schedule, ErrNeverOpens)
 		}
-		if n := sched.Next(now); next.IsZero() || n.Before(next) {
+		// The latest opening at or before now, if any, is the first opening after now-dur.
+		if start := sched.Next(now.Add(-dur)); !start.IsZero() && !start.After(now) {
+			open = true
+		}
+		if next.IsZero() || n.Before(next) {
 			next = n
 		}
+	}
+	if open {
+		return State{Open: true}, nil
 	}
 	return State{NextOpen: next}, nil
 }

@@ -1,6 +1,8 @@
 package windows
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +49,20 @@ func TestEvaluateErrors(t *testing.T) {
 	} {
 		if _, err := Evaluate([]sluicev1.ProgressionWindow{w}, time.Now()); err == nil {
 			t.Errorf("%+v: no error", w)
+		}
+	}
+}
+
+// TestWindowThatNeverOpensFailsClosed: a schedule that never fires (February 30th) is an error
+// naming the window, even next to an open one, never "open".
+func TestWindowThatNeverOpensFailsClosed(t *testing.T) {
+	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	never := sluicev1.ProgressionWindow{Schedule: "0 0 30 2 *", Duration: "1h"}
+	always := sluicev1.ProgressionWindow{Schedule: "* * * * *", Duration: "1h"}
+	for _, ws := range [][]sluicev1.ProgressionWindow{{never}, {always, never}} {
+		st, err := Evaluate(ws, now)
+		if !errors.Is(err, ErrNeverOpens) || st.Open || !strings.Contains(err.Error(), "windows[") {
+			t.Fatalf("Evaluate(%v) = %+v, %v; want ErrNeverOpens naming the window, not open", ws, st, err)
 		}
 	}
 }

@@ -34,16 +34,27 @@ import (
 )
 
 func main() {
-	keep := flag.Bool("keep", false, "keep the stack running until interrupted instead of running the releases")
-	dir := flag.String("dir", "", "state folder of the cluster (default a temporary folder)")
+	var o options
+	flag.BoolVar(&o.keep, "keep", false, "keep the stack running until interrupted instead of running the releases")
+	flag.StringVar(&o.dir, "dir", "", "state folder of the cluster (default a temporary folder)")
+	flag.DurationVar(&o.podReadyDelay, "pod-ready-delay", time.Second, "how long kwok pods take to become ready")
+	flag.BoolVar(&o.externalManager, "external-manager", false,
+		"with -keep: do not run the manager in this process (hack/demo-stack.sh runs bin/sluice, so it can be restarted alone)")
 	verbose := flag.Bool("v", false, "show the manager's logs")
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseDevMode(false), zap.Level(levelFor(*verbose))))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	code := run(ctx, *keep, *dir)
+	code := run(ctx, o)
 	os.Exit(code)
+}
+
+// options are the demo's flags.
+type options struct {
+	keep, externalManager bool
+	dir                   string
+	podReadyDelay         time.Duration
 }
 
 func levelFor(verbose bool) zapcore.Level {
@@ -57,12 +68,13 @@ func say(format string, args ...any) {
 	fmt.Printf("%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 }
 
-func run(ctx context.Context, keep bool, dir string) int {
+func run(ctx context.Context, o options) int {
+	keep := o.keep
 	t0 := time.Now()
-	say("Starting the local stack: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, Prometheus")
+	say("Starting the local stack: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, Prometheus (pods ready after %s)", o.podReadyDelay)
 	s, err := stack.Start(ctx, stack.Options{
-		Dir:           dir,
-		PodReadyDelay: time.Second,
+		Dir:           o.dir,
+		PodReadyDelay: o.podReadyDelay,
 		Services:      []stack.Service{{Namespace: stack.DemoNamespace, Name: stack.DemoApp, RPS: 50}},
 		Injector:      &cluster.InjectorOptions{Version: proxyFrom},
 		Logf:          func(f string, a ...any) { say("  "+f, a...) },
@@ -77,6 +89,16 @@ func run(ctx context.Context, keep bool, dir string) int {
 			say("stopping: %v", err)
 		}
 	}()
+	if keep && o.externalManager {
+		if err := s.ApplyDemoApp(ctx); err != nil {
+			say("FAILED to apply the demo app: %v", err)
+			return 1
+		}
+		say("Stack is up. export KUBECONFIG=%s   Prometheus: %s", s.Cluster.Kubeconfig(), s.Prom.Address())
+		say("Try: kubectl -n demo get canary,deploy,httproute (kubectl: bin/kubectl); the manager runs apart (hack/demo-stack.sh restart-manager)")
+		<-ctx.Done()
+		return 0
+	}
 	if err := s.StartManager(ctx, manager.Options{}); err != nil {
 		say("FAILED to start the manager: %v", err)
 		return 1

@@ -55,18 +55,23 @@ func abMatches(canary *sluicev1.Canary) ([]gwv1.HTTPRouteMatch, error) {
 	return out, nil
 }
 
-// desiredRules returns rules without their A/B rules, with every primary/canary pair set to w
-// (nil: left as it is; see splitRules) and, when ab is not empty, with A/B rules for ab (see
-// withABRules). errors: those of splitRules and withABRules.
-func (s services) desiredRules(rules []gwv1.HTTPRouteRule, w *providers.Weights, ab []gwv1.HTTPRouteMatch) ([]gwv1.HTTPRouteRule, error) {
-	out := withoutABRules(rules)
+// desiredRules returns rules without their A/B rules and extras, with every primary/canary pair
+// set to w (nil: left as it is; see splitRules), with A/B rules for ab when it is not empty (see
+// withABRules), and with extras e (see withExtras). errors: those of splitRules, withABRules and
+// withExtras.
+func (s services) desiredRules(rules []gwv1.HTTPRouteRule, w *providers.Weights, ab []gwv1.HTTPRouteMatch, e extras) ([]gwv1.HTTPRouteRule, error) {
+	out := withoutABRules(s.withoutExtras(rules))
 	if w != nil {
 		var err error
 		if out, err = s.splitRules(out, *w); err != nil {
 			return nil, err
 		}
 	}
-	return s.withABRules(out, ab)
+	out, err := s.withABRules(out, ab)
+	if err != nil {
+		return nil, err
+	}
+	return s.withExtras(out, e)
 }
 
 // withABRules inserts an A/B rule directly before every rule (none of them an A/B rule) that sends
@@ -101,12 +106,20 @@ func (s services) desiredRules(rules []gwv1.HTTPRouteRule, w *providers.Weights,
 // errors: ErrInvalidSpec (wrapped) when a match cannot be combined (see intersectMatches) or the
 // route would exceed the schema's 16 rules, 64 matches per rule or 128 matches per route.
 func (s services) withABRules(rules []gwv1.HTTPRouteRule, ab []gwv1.HTTPRouteMatch) ([]gwv1.HTTPRouteRule, error) {
+	return s.insertCopies(rules, ab, providers.ABRuleNamePrefix)
+}
+
+// insertCopies inserts before every rule that sends traffic to the Canary's Services (and is not
+// itself a copy) a copy named prefix + index whose matches are the rule's combined with ab and
+// whose Canary backends send everything to the canary, as withABRules describes; rules are
+// returned as they are when ab is empty.
+func (s services) insertCopies(rules []gwv1.HTTPRouteRule, ab []gwv1.HTTPRouteMatch, prefix string) ([]gwv1.HTTPRouteRule, error) {
 	if len(ab) == 0 {
 		return rules, nil
 	}
 	out := make([]gwv1.HTTPRouteRule, 0, 2*len(rules))
 	for i, rule := range rules {
-		if s.manages(rule.BackendRefs) {
+		if s.manages(rule.BackendRefs) && !isCopyRule(rule) {
 			matches, err := intersectMatches(rule.Matches, ab)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", ruleName(i, rule), err)
@@ -120,7 +133,7 @@ func (s services) withABRules(rules []gwv1.HTTPRouteRule, ab []gwv1.HTTPRouteMat
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", ruleName(i, rule), err)
 				}
-				name := fmt.Sprintf("%s%d", providers.ABRuleNamePrefix, i)
+				name := fmt.Sprintf("%s%d", prefix, i)
 				if len(groups) > 1 {
 					name += fmt.Sprintf("-%d", k)
 				}

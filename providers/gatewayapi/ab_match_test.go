@@ -11,7 +11,6 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
-	"sluice.dev/sluice/providers"
 )
 
 func prefix(v string) *gwv1.HTTPPathMatch {
@@ -156,7 +155,7 @@ func TestABRulePrecedence(t *testing.T) {
 }
 
 func TestWithABRules(t *testing.T) {
-	s := services{namespace: "ns", names: providers.NamesFor(&sluicev1.Canary{Spec: sluicev1.CanarySpec{TargetRef: sluicev1.TargetReference{Name: "app"}}})}
+	s := services{namespace: "ns", names: (&sluicev1.Canary{Spec: sluicev1.CanarySpec{TargetRef: sluicev1.TargetReference{Name: "app"}}}).ServiceNames()}
 	port := ptr.To(gwv1.PortNumber(80))
 	apex := serviceBackend("app", port, 1)
 	other := serviceBackend("other", port, 1)

@@ -20,19 +20,20 @@ import (
 
 // generatedKey is the generated route's name: the apex Service's, in the Canary's namespace.
 func generatedKey(canary *sluicev1.Canary) types.NamespacedName {
-	return types.NamespacedName{Namespace: canary.Namespace, Name: providers.NamesFor(canary).Apex}
+	return types.NamespacedName{Namespace: canary.Namespace, Name: canary.ServiceNames().Apex}
 }
 
 func (r *Router) reconcileGenerated(ctx context.Context, canary *sluicev1.Canary) error {
 	route, err := r.generatedRoute(ctx, canary)
 	switch {
 	case errors.Is(err, providers.ErrRouteNotFound):
-		return r.applyGenerated(ctx, canary, nil, providers.CanaryWeight(0), false, "Creating HTTPRoute")
+		return r.applyGenerated(ctx, canary, nil, providers.CanaryWeight(0), false, extras{}, "Creating HTTPRoute")
 	case err != nil:
 		return err
 	}
-	return r.applyGenerated(ctx, canary, route, currentWeights(route, servicesOf(canary)),
-		hasABRules(route.Spec.Rules), "Updating HTTPRoute")
+	s := servicesOf(canary)
+	return r.applyGenerated(ctx, canary, route, currentWeights(route, s),
+		hasABRules(route.Spec.Rules), s.extrasOf(route.Spec.Rules), "Updating HTTPRoute")
 }
 
 func (r *Router) setGenerated(ctx context.Context, canary *sluicev1.Canary, w providers.Weights) error {
@@ -42,7 +43,8 @@ func (r *Router) setGenerated(ctx context.Context, canary *sluicev1.Canary, w pr
 	}
 	// No resourceVersion: the weights are the caller's and the rest of the spec is ours.
 	route.ResourceVersion = ""
-	return r.applyGenerated(ctx, canary, route, w, hasABRules(route.Spec.Rules), "Setting HTTPRoute weights")
+	return r.applyGenerated(ctx, canary, route, w, hasABRules(route.Spec.Rules), servicesOf(canary).extrasOf(route.Spec.Rules),
+		"Setting HTTPRoute weights")
 }
 
 func (r *Router) setGeneratedAB(ctx context.Context, canary *sluicev1.Canary, on bool) error {
@@ -56,7 +58,8 @@ func (r *Router) setGeneratedAB(ctx context.Context, canary *sluicev1.Canary, on
 	if on {
 		why = "Adding HTTPRoute A/B rules"
 	}
-	return r.applyGenerated(ctx, canary, route, currentWeights(route, servicesOf(canary)), on, why)
+	s := servicesOf(canary)
+	return r.applyGenerated(ctx, canary, route, currentWeights(route, s), on, s.extrasOf(route.Spec.Rules), why)
 }
 
 func (r *Router) finalizeGenerated(ctx context.Context, canary *sluicev1.Canary) error {
@@ -88,12 +91,15 @@ func (r *Router) generatedRoute(ctx context.Context, canary *sluicev1.Canary) (*
 }
 
 // applyGenerated applies the generated route with weights w (raw: Reconcile passes whatever the
-// route carries) and, with ab, its A/B rules, unless existing already has that spec. With
+// route carries), with ab its A/B rules, and extras e, unless existing already has that spec. With
 // existing's resourceVersion set, the apply fails with a Conflict when the route changed since it
 // was read.
-func (r *Router) applyGenerated(ctx context.Context, canary *sluicev1.Canary, existing *gwv1.HTTPRoute, w providers.Weights, ab bool, why string) error {
+func (r *Router) applyGenerated(ctx context.Context, canary *sluicev1.Canary, existing *gwv1.HTTPRoute, w providers.Weights, ab bool, e extras, why string) error {
 	spec, err := generatedSpec(canary, w, ab)
 	if err != nil {
+		return err
+	}
+	if spec.Rules, err = servicesOf(canary).withExtras(spec.Rules, e); err != nil {
 		return err
 	}
 	if existing != nil && len(spec.Hostnames) == 0 && len(existing.Spec.Hostnames) > 0 {
@@ -158,7 +164,7 @@ func sameSpec(have, want gwv1.HTTPRouteSpec) bool {
 func currentWeights(route *gwv1.HTTPRoute, s services) providers.Weights {
 	var primary, canary *int32
 	for _, rule := range route.Spec.Rules {
-		if isABRule(rule) {
+		if isCopyRule(rule) {
 			continue
 		}
 		for i := range rule.BackendRefs {
@@ -194,7 +200,8 @@ func currentWeights(route *gwv1.HTTPRoute, s services) providers.Weights {
 //     Service parentRef to the apex Service on spec.service.port;
 //   - hostnames: spec.service.hosts;
 //   - one rule: matches from spec.service.match (see convertMatches), header modifier filters from
-//     spec.service.headers, timeouts.request from spec.service.timeout, and backendRefs
+//     spec.service.headers, a URLRewrite filter from spec.service.rewrite, timeouts.request and
+//     timeouts.backendRequest from spec.service.timeout and backendTimeout, and backendRefs
 //     <apex>-primary and <apex>-canary on spec.service.port with weights w.Primary and w.Canary;
 //   - with ab and spec.analysis.match, that rule's A/B rule before it (see withABRules).
 //
@@ -203,7 +210,7 @@ func currentWeights(route *gwv1.HTTPRoute, s services) providers.Weights {
 // errors: ErrInvalidSpec (wrapped) from the match and timeout conversions and withABRules.
 func generatedSpec(canary *sluicev1.Canary, w providers.Weights, ab bool) (gwv1.HTTPRouteSpec, error) {
 	svc := canary.Spec.Service
-	names := providers.NamesFor(canary)
+	names := canary.ServiceNames()
 	port := ptr.To(gwv1.PortNumber(svc.Port))
 
 	var spec gwv1.HTTPRouteSpec
@@ -239,12 +246,15 @@ func generatedSpec(canary *sluicev1.Canary, w providers.Weights, ab bool) (gwv1.
 			serviceBackend(names.Canary, port, w.Canary),
 		},
 	}
-	if svc.Timeout != "" {
-		d, err := gatewayDuration(svc.Timeout)
-		if err != nil {
-			return spec, err
-		}
-		rule.Timeouts = &gwv1.HTTPRouteTimeouts{Request: &d}
+	rewrite, err := rewriteFilter(svc.Rewrite, matches)
+	if err != nil {
+		return spec, err
+	}
+	if rewrite != nil {
+		rule.Filters = append(rule.Filters, *rewrite)
+	}
+	if rule.Timeouts, err = timeouts(svc.Timeout, svc.BackendTimeout); err != nil {
+		return spec, err
 	}
 	spec.Rules = []gwv1.HTTPRouteRule{rule}
 	if !ab {

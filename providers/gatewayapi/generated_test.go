@@ -23,7 +23,6 @@ func TestGeneratedMeshRoute(t *testing.T) {
 	ns := env.Namespace(t)
 	canary := newCanary(t, ns, func(s *sluicev1.CanaryService) {
 		s.Timeout = "1.5s"
-		s.Retries = &sluicev1.HTTPRetry{Attempts: 2, PerTryTimeout: "1s"}
 		s.Headers = &sluicev1.HeaderOperations{Request: &sluicev1.HeaderOperation{Set: map[string]string{"x-rollout": "sluice"}}}
 		s.Match = []sluicev1.HTTPMatchRequest{{
 			URI:     &sluicev1.StringMatch{Prefix: ptr.To("/api")},

@@ -13,12 +13,13 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/providers"
 )
 
 // ErrInvalidSpec means the Canary's service spec cannot be expressed as an HTTPRoute (an
 // unsupported match, a timeout the Gateway API duration format cannot hold, an unsupported
 // routeRef). Retrying does not help; the Canary must change.
-var ErrInvalidSpec = errors.New("canary service spec not supported by the gatewayapi provider")
+var ErrInvalidSpec error = providers.Permanent(sluicev1.ReasonInvalidSpec, "canary service spec not supported by the gatewayapi provider")
 
 // httpMethods are the methods an HTTPRouteMatch accepts.
 var httpMethods = []gwv1.HTTPMethod{

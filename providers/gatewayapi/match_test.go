@@ -3,6 +3,7 @@ package gatewayapi
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"k8s.io/utils/ptr"
@@ -126,5 +127,48 @@ func TestGeneratedSpec(t *testing.T) {
 		Name: "public", Namespace: ptr.To(gwv1.Namespace("infra"))}
 	if !reflect.DeepEqual(spec.ParentRefs, []gwv1.ParentReference{wantGateway}) {
 		t.Errorf("parentRefs = %+v", spec.ParentRefs)
+	}
+}
+
+func TestGeneratedSpecRewriteAndBackendTimeout(t *testing.T) {
+	canary := &sluicev1.Canary{}
+	canary.Namespace = "ns"
+	canary.Spec.TargetRef.Name = "app"
+	canary.Spec.Service = sluicev1.CanaryService{
+		Port: 8080, Timeout: "30s", BackendTimeout: "10s",
+		Match:   []sluicev1.HTTPMatchRequest{{URI: &sluicev1.StringMatch{Prefix: ptr.To("/api")}}},
+		Rewrite: &sluicev1.HTTPRewrite{URI: "/v2", Authority: "app.internal", Type: sluicev1.RewriteReplacePrefixMatch},
+	}
+	spec, err := generatedSpec(canary, providers.CanaryWeight(0), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := spec.Rules[0]
+	wantTimeouts := &gwv1.HTTPRouteTimeouts{Request: ptr.To(gwv1.Duration("30s")), BackendRequest: ptr.To(gwv1.Duration("10s"))}
+	if !reflect.DeepEqual(rule.Timeouts, wantTimeouts) {
+		t.Errorf("timeouts = %+v, want %+v", rule.Timeouts, wantTimeouts)
+	}
+	wantRewrite := gwv1.HTTPRouteFilter{Type: gwv1.HTTPRouteFilterURLRewrite, URLRewrite: &gwv1.HTTPURLRewriteFilter{
+		Hostname: ptr.To(gwv1.PreciseHostname("app.internal")),
+		Path:     &gwv1.HTTPPathModifier{Type: gwv1.PrefixMatchHTTPPathModifier, ReplacePrefixMatch: ptr.To("/v2")},
+	}}
+	if len(rule.Filters) != 1 || !reflect.DeepEqual(rule.Filters[0], wantRewrite) {
+		t.Errorf("filters = %+v, want the URL rewrite", rule.Filters)
+	}
+
+	canary.Spec.Service.Rewrite.Type = ""
+	spec, err = generatedSpec(canary, providers.CanaryWeight(0), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := spec.Rules[0].Filters[0].URLRewrite.Path; p.Type != gwv1.FullPathHTTPPathModifier || *p.ReplaceFullPath != "/v2" {
+		t.Errorf("default rewrite path = %+v, want ReplaceFullPath /v2", p)
+	}
+
+	canary.Spec.Service.Rewrite.Type = sluicev1.RewriteReplacePrefixMatch
+	canary.Spec.Service.Match = append(canary.Spec.Service.Match, sluicev1.HTTPMatchRequest{URI: &sluicev1.StringMatch{Exact: ptr.To("/health")}})
+	if _, err := generatedSpec(canary, providers.CanaryWeight(0), false); !errors.Is(err, ErrInvalidSpec) ||
+		!strings.Contains(err.Error(), "spec.service.rewrite.type ReplacePrefixMatch") {
+		t.Fatalf("ReplacePrefixMatch with two matches: %v, want ErrInvalidSpec naming the field", err)
 	}
 }

@@ -27,7 +27,7 @@ func (r *Router) reconcileReference(ctx context.Context, canary *sluicev1.Canary
 	if err != nil {
 		return err
 	}
-	rules, err := s.desiredRules(route.Spec.Rules, nil, ab)
+	rules, err := s.desiredRules(route.Spec.Rules, nil, ab, s.extrasOf(route.Spec.Rules))
 	if err != nil {
 		return fmt.Errorf("HTTPRoute %s: %w", client.ObjectKeyFromObject(route), err)
 	}
@@ -46,7 +46,7 @@ func (r *Router) setReference(ctx context.Context, canary *sluicev1.Canary, ref 
 			return err
 		}
 	}
-	rules, err := s.desiredRules(route.Spec.Rules, &w, ab)
+	rules, err := s.desiredRules(route.Spec.Rules, &w, ab, s.extrasOf(route.Spec.Rules))
 	if err != nil {
 		return fmt.Errorf("HTTPRoute %s: %w", client.ObjectKeyFromObject(route), err)
 	}
@@ -60,7 +60,7 @@ func (r *Router) setReferenceAB(ctx context.Context, canary *sluicev1.Canary, re
 	if err != nil {
 		return err
 	}
-	rules, err := s.desiredRules(route.Spec.Rules, nil, ab)
+	rules, err := s.desiredRules(route.Spec.Rules, nil, ab, s.extrasOf(route.Spec.Rules))
 	if err != nil {
 		return fmt.Errorf("HTTPRoute %s: %w", client.ObjectKeyFromObject(route), err)
 	}
@@ -105,7 +105,7 @@ func (r *Router) writeReference(ctx context.Context, route *gwv1.HTTPRoute, s se
 	if !recorded || !split {
 		found := route.Spec.Rules
 		if split { // the annotation was removed: record the best reconstruction
-			found = s.unsplitRules(withoutABRules(found))
+			found = s.unsplitRules(withoutABRules(s.withoutExtras(found)))
 		}
 		data, err := json.Marshal(found)
 		if err != nil {

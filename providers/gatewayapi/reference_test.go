@@ -18,6 +18,7 @@ import (
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/providers"
 	"sluice.dev/sluice/providers/gatewayapi"
+	"sluice.dev/sluice/test/providertest"
 )
 
 // Rules of the three-rule route.
@@ -182,7 +183,7 @@ func TestReferenceOutsideEdits(t *testing.T) {
 	if got, err := h.GetRoutes(ctx, canary); err != nil || got != providers.CanaryWeight(60) {
 		t.Fatalf("GetRoutes after an outside edit = %+v, %v; want 40/60", got, err)
 	}
-	if err := providers.VerifyWeight(ctx, h, canary, providers.CanaryWeight(30)); !errors.Is(err, providers.ErrWeightDrift) {
+	if err := providertest.VerifyWeight(ctx, h, canary, providers.CanaryWeight(30)); !errors.Is(err, providers.ErrWeightDrift) {
 		t.Fatalf("VerifyWeight = %v, want ErrWeightDrift", err)
 	}
 	if err := h.SetRoutes(ctx, canary, providers.CanaryWeight(30)); err != nil {

@@ -21,11 +21,11 @@ const AnnotationOriginalRules = "sluice.dev/original-route"
 
 // ErrNoApexBackend means a referenced HTTPRoute has no backendRef to the Canary's apex Service (nor
 // to the primary and canary Services Sluice splits it into), so there is nothing to shift.
-var ErrNoApexBackend = errors.New("HTTPRoute has no backendRef to the apex service")
+var ErrNoApexBackend error = providers.Permanent(sluicev1.ReasonRouteError, "HTTPRoute has no backendRef to the apex service")
 
 // ErrRouteConflict means an HTTPRoute with the generated route's name exists and is not controlled
 // by the Canary; Sluice does not take it over (point spec.service.routeRef at it instead).
-var ErrRouteConflict = errors.New("HTTPRoute exists and is not controlled by the Canary")
+var ErrRouteConflict error = providers.Permanent(sluicev1.ReasonRouteConflict, "HTTPRoute exists and is not controlled by the Canary")
 
 // Router shifts a Canary's traffic with a Gateway API HTTPRoute (gateway.networking.k8s.io/v1).
 //
@@ -204,5 +204,5 @@ func (r *Router) getRoute(ctx context.Context, key types.NamespacedName) (*gwv1.
 }
 
 func servicesOf(canary *sluicev1.Canary) services {
-	return services{namespace: canary.Namespace, names: providers.NamesFor(canary)}
+	return services{namespace: canary.Namespace, names: canary.ServiceNames()}
 }

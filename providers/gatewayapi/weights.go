@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/providers"
 )
 
@@ -29,7 +30,7 @@ const (
 // services identifies a Canary's Services among an HTTPRoute's backendRefs.
 type services struct {
 	namespace string
-	names     providers.ServiceNames
+	names     sluicev1.ServiceNames
 }
 
 // role classifies ref: a Service (group "", kind Service, both defaults) in the route's namespace
@@ -123,7 +124,7 @@ func (s services) hasPairs(rules []gwv1.HTTPRouteRule) bool {
 
 // readWeights returns the split the rules give primary and canary, in percent. A pair with weights
 // (p, c) and p+c = u*TotalWeight carries the split (p/u, c/u); pairs at weight 0/0 carry no traffic
-// and are skipped, and so are A/B rules (see withABRules). With countApex, an apex backend not yet
+// and are skipped, and so are A/B and session-affinity rules (see withABRules, withExtras). With countApex, an apex backend not yet
 // split with weight > 0 counts as 100/0: its traffic goes to the apex Service, which selects the
 // primary.
 // errors: errNoBackend (wrapped) when nothing counts; a pair whose weights do not sum to a multiple of
@@ -146,7 +147,7 @@ func (s services) readWeights(rules []gwv1.HTTPRouteRule, countApex bool) (provi
 		return nil
 	}
 	for i, rule := range rules {
-		if isABRule(rule) {
+		if isCopyRule(rule) {
 			continue
 		}
 		for _, g := range s.segments(rule.BackendRefs) {

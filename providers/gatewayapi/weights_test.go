@@ -7,10 +7,11 @@ import (
 	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/providers"
 )
 
-var testServices = services{namespace: "ns", names: providers.ServiceNames{Apex: "app", Primary: "app-primary", Canary: "app-canary"}}
+var testServices = services{namespace: "ns", names: sluicev1.ServiceNames{Apex: "app", Primary: "app-primary", Canary: "app-canary"}}
 
 func backend(name string, weight int32) gwv1.HTTPBackendRef {
 	return gwv1.HTTPBackendRef{BackendRef: gwv1.BackendRef{

@@ -57,11 +57,22 @@ func abMatches(canary *sluicev1.Canary) ([]*networkingv1.HTTPMatchRequest, error
 // route. With no A/B matches, routes are returned as they are.
 // errors: ErrUnsupportedRoute from the split, ErrInvalidSpec from intersectMatches, naming the route.
 func (s scope) withABRoutes(routes []*networkingv1.HTTPRoute, ab []*networkingv1.HTTPMatchRequest) ([]*networkingv1.HTTPRoute, error) {
+	return s.insertCopies(routes, ab, providers.ABRuleNamePrefix)
+}
+
+// insertCopies inserts before every managed route (not itself a copy) a copy named prefix + index
+// whose match is the route's combined with ab and whose destinations send everything to the
+// canary, as withABRoutes describes; routes are returned as they are when ab is empty.
+func (s scope) insertCopies(routes []*networkingv1.HTTPRoute, ab []*networkingv1.HTTPMatchRequest, prefix string) ([]*networkingv1.HTTPRoute, error) {
 	if len(ab) == 0 {
 		return routes, nil
 	}
 	out := make([]*networkingv1.HTTPRoute, 0, 2*len(routes))
 	for i, r := range routes {
+		if isCopyRoute(r) {
+			out = append(out, r)
+			continue
+		}
 		dests, managed, err := s.splitRoute(r.GetRoute(), providers.CanaryWeight(providers.TotalWeight))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", routeName(i, r), err)
@@ -73,7 +84,7 @@ func (s scope) withABRoutes(routes []*networkingv1.HTTPRoute, ab []*networkingv1
 			}
 			if len(match) > 0 {
 				c := proto.CloneOf(r)
-				c.Name = fmt.Sprintf("%s%d", providers.ABRuleNamePrefix, i)
+				c.Name = fmt.Sprintf("%s%d", prefix, i)
 				c.Match = match
 				c.Route = dests
 				out = append(out, c)

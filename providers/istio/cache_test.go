@@ -10,6 +10,7 @@ import (
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/providers"
+	"sluice.dev/sluice/test/providertest"
 	"sluice.dev/sluice/test/testenv"
 )
 
@@ -69,7 +70,7 @@ func TestCachedClient(t *testing.T) {
 				if err := r.SetRoutes(ctx, c, w); err != nil {
 					return err
 				}
-				return providers.VerifyWeight(ctx, r, c, w)
+				return providertest.VerifyWeight(ctx, r, c, w)
 			})
 		}
 	}

@@ -2,7 +2,6 @@ package istio
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"time"
 
@@ -14,10 +13,11 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/providers"
 )
 
 // ErrInvalidSpec means a field of spec.service cannot be converted into its Istio type.
-var ErrInvalidSpec = errors.New("invalid canary service spec")
+var ErrInvalidSpec error = providers.Permanent(sluicev1.ReasonInvalidSpec, "invalid canary service spec")
 
 // convertMatch converts spec.service.match into Istio match requests (nil for none).
 // errors: ErrInvalidSpec for a StringMatch without exactly one of exact, prefix, regex.

@@ -37,6 +37,7 @@ func fullService() sluicev1.CanaryService {
 			Response: &sluicev1.HeaderOperation{Remove: []string{"server"}},
 		},
 		CorsPolicy:    rawJSON(`{"allowOrigins":[{"exact":"https://example.com"}],"allowMethods":["GET"],"maxAge":"24h"}`),
+		Rewrite:       &sluicev1.HTTPRewrite{URI: "/v2", Authority: "web.internal"},
 		TrafficPolicy: rawJSON(`{"connectionPool":{"tcp":{"maxConnections":100}},"loadBalancer":{"simple":"LEAST_REQUEST"}}`),
 	}
 }
@@ -60,7 +61,8 @@ func wantGenerated(t *testing.T, c int32) *networkingv1.VirtualService {
 	    "retries": {"attempts": 3, "perTryTimeout": "2s", "retryOn": "5xx,reset,connect-failure"},
 	    "timeout": "10s",
 	    "headers": {"request": {"set": {"x-a": "b"}, "add": {"x-c": "d"}}, "response": {"remove": ["server"]}},
-	    "corsPolicy": {"allowOrigins": [{"exact": "https://example.com"}], "allowMethods": ["GET"], "maxAge": "24h"}
+	    "corsPolicy": {"allowOrigins": [{"exact": "https://example.com"}], "allowMethods": ["GET"], "maxAge": "24h"},
+	    "rewrite": {"uri": "/v2", "authority": "web.internal"}
 	  }]
 	}`
 	vs := &networkingv1.VirtualService{}

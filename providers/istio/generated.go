@@ -2,7 +2,6 @@ package istio
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -22,7 +21,7 @@ import (
 
 // ErrNotControlled means an object Sluice would generate already exists and is not controlled by
 // the Canary (someone else's VirtualService or DestinationRule of the same name).
-var ErrNotControlled = errors.New("object exists and is not controlled by the Canary")
+var ErrNotControlled error = providers.Permanent(sluicev1.ReasonRouteConflict, "object exists and is not controlled by the Canary")
 
 // defaultGateway is the gateway of a generated VirtualService without spec.service.gateways: the
 // sidecars of the mesh.
@@ -35,19 +34,19 @@ func (r *Router) reconcileGenerated(ctx context.Context, canary *sluicev1.Canary
 	if err != nil {
 		return err
 	}
-	n := providers.NamesFor(canary)
+	n := canary.ServiceNames()
 	vs := &istionetv1.VirtualService{}
 	ok, err := r.getControlled(ctx, canary, n.Apex, vs)
 	if err != nil {
 		return err
 	}
-	w, ab := providers.CanaryWeight(0), false
+	w, ab, e := providers.CanaryWeight(0), false, extras{}
 	if ok {
-		w, ab = currentWeights(vs, canary), hasABRoutes(vs.Spec.GetHttp())
+		w, ab, e = currentWeights(vs, canary), hasABRoutes(vs.Spec.GetHttp()), scopeOf(canary).extrasOf(vs.Spec.GetHttp())
 	} else {
 		vs = nil
 	}
-	if err := r.ensureVirtualService(ctx, canary, vs, w, ab); err != nil {
+	if err := r.ensureVirtualService(ctx, canary, vs, w, ab, e); err != nil {
 		return err
 	}
 	for _, host := range []string{n.Primary, n.Canary} {
@@ -72,7 +71,7 @@ func currentWeights(vs *istionetv1.VirtualService, canary *sluicev1.Canary) prov
 
 // setGenerated applies the generated VirtualService at w. errors: see SetRoutes.
 func (r *Router) setGenerated(ctx context.Context, canary *sluicev1.Canary, w providers.Weights) error {
-	n := providers.NamesFor(canary)
+	n := canary.ServiceNames()
 	vs := &istionetv1.VirtualService{}
 	ok, err := r.getControlled(ctx, canary, n.Apex, vs)
 	if err != nil {
@@ -81,13 +80,13 @@ func (r *Router) setGenerated(ctx context.Context, canary *sluicev1.Canary, w pr
 	if !ok {
 		return fmt.Errorf("%w: VirtualService %s/%s (Reconcile creates it)", providers.ErrRouteNotFound, canary.Namespace, n.Apex)
 	}
-	return r.ensureVirtualService(ctx, canary, vs, w, hasABRoutes(vs.Spec.GetHttp()))
+	return r.ensureVirtualService(ctx, canary, vs, w, hasABRoutes(vs.Spec.GetHttp()), scopeOf(canary).extrasOf(vs.Spec.GetHttp()))
 }
 
 // setGeneratedAB applies the generated VirtualService at its current weights with (on) or without
 // its A/B route. errors: see SetABRoutes.
 func (r *Router) setGeneratedAB(ctx context.Context, canary *sluicev1.Canary, on bool) error {
-	n := providers.NamesFor(canary)
+	n := canary.ServiceNames()
 	vs := &istionetv1.VirtualService{}
 	ok, err := r.getControlled(ctx, canary, n.Apex, vs)
 	if err != nil {
@@ -96,13 +95,13 @@ func (r *Router) setGeneratedAB(ctx context.Context, canary *sluicev1.Canary, on
 	if !ok {
 		return fmt.Errorf("%w: VirtualService %s/%s (Reconcile creates it)", providers.ErrRouteNotFound, canary.Namespace, n.Apex)
 	}
-	return r.ensureVirtualService(ctx, canary, vs, currentWeights(vs, canary), on)
+	return r.ensureVirtualService(ctx, canary, vs, currentWeights(vs, canary), on, scopeOf(canary).extrasOf(vs.Spec.GetHttp()))
 }
 
 // finalizeGenerated deletes the generated VirtualService and DestinationRules the Canary controls.
 // errors: API errors.
 func (r *Router) finalizeGenerated(ctx context.Context, canary *sluicev1.Canary) error {
-	n := providers.NamesFor(canary)
+	n := canary.ServiceNames()
 	objs := []client.Object{
 		&istionetv1.VirtualService{}, &istionetv1.DestinationRule{}, &istionetv1.DestinationRule{},
 	}
@@ -144,18 +143,21 @@ func (r *Router) getControlled(ctx context.Context, canary *sluicev1.Canary, nam
 	return true, nil
 }
 
-// ensureVirtualService applies the generated VirtualService at w, with its A/B route when ab,
-// unless existing (nil: none) already has that spec. An update carries existing's resourceVersion,
+// ensureVirtualService applies the generated VirtualService at w, with its A/B route when ab and
+// with extras e, unless existing (nil: none) already has that spec. An update carries existing's resourceVersion,
 // so a copy read from a lagging cache cannot overwrite newer weights.
-func (r *Router) ensureVirtualService(ctx context.Context, canary *sluicev1.Canary, existing *istionetv1.VirtualService, w providers.Weights, ab bool) error {
+func (r *Router) ensureVirtualService(ctx context.Context, canary *sluicev1.Canary, existing *istionetv1.VirtualService, w providers.Weights, ab bool, e extras) error {
 	spec, err := desiredVirtualService(canary, w, ab)
 	if err != nil {
+		return err
+	}
+	if spec.Http, err = scopeOf(canary).withExtras(spec.Http, e); err != nil {
 		return err
 	}
 	if existing != nil && proto.Equal(&existing.Spec, spec) {
 		return nil
 	}
-	ac := istioapplyv1.VirtualService(providers.NamesFor(canary).Apex, canary.Namespace).
+	ac := istioapplyv1.VirtualService(canary.ServiceNames().Apex, canary.Namespace).
 		WithLabels(map[string]string{sluicev1.LabelCanary: canary.Name}).
 		WithOwnerReferences(ownerRef(canary))
 	if existing != nil {
@@ -190,7 +192,7 @@ func (r *Router) ensureDestinationRule(ctx context.Context, canary *sluicev1.Can
 // errors: ErrInvalidSpec.
 func desiredVirtualService(canary *sluicev1.Canary, w providers.Weights, ab bool) (*networkingv1.VirtualService, error) {
 	svc := canary.Spec.Service
-	n := providers.NamesFor(canary)
+	n := canary.ServiceNames()
 	route := &networkingv1.HTTPRoute{
 		Route: []*networkingv1.HTTPRouteDestination{
 			{Destination: destination(n.Primary, svc.Port), Weight: w.Primary},
@@ -210,6 +212,9 @@ func desiredVirtualService(canary *sluicev1.Canary, w providers.Weights, ab bool
 	}
 	if route.CorsPolicy, err = convertCorsPolicy(svc.CorsPolicy); err != nil {
 		return nil, err
+	}
+	if rw := svc.Rewrite; rw != nil && (rw.URI != "" || rw.Authority != "") {
+		route.Rewrite = &networkingv1.HTTPRewrite{Uri: rw.URI, Authority: rw.Authority}
 	}
 	hosts := []string{n.Apex}
 	for _, h := range svc.Hosts {

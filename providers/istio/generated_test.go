@@ -14,6 +14,7 @@ import (
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/providers"
+	"sluice.dev/sluice/test/providertest"
 	"sluice.dev/sluice/test/testenv"
 )
 
@@ -101,7 +102,7 @@ func TestGenerated(t *testing.T) {
 	edit(t, ns, "web", func(vs *istionetv1.VirtualService) {
 		vs.Spec.Http[0].Route[0].Weight, vs.Spec.Http[0].Route[1].Weight = 50, 50
 	})
-	if err := providers.VerifyWeight(ctx, r, canary, providers.CanaryWeight(30)); !errors.Is(err, providers.ErrWeightDrift) {
+	if err := providertest.VerifyWeight(ctx, r, canary, providers.CanaryWeight(30)); !errors.Is(err, providers.ErrWeightDrift) {
 		t.Fatalf("VerifyWeight after an edit = %v, want ErrWeightDrift", err)
 	}
 	if err := r.SetRoutes(ctx, canary, providers.CanaryWeight(30)); err != nil {

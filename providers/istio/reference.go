@@ -25,26 +25,27 @@ func (r *Router) checkReferenced(ctx context.Context, canary *sluicev1.Canary) e
 		return err
 	}
 	if !hasABRoutes(vs.Spec.GetHttp()) {
-		_, err = referencedHTTP(vs, canary, nil, nil)
+		_, err = referencedHTTP(vs, canary, nil, nil, extras{})
 		return err
 	}
 	ab, err := abMatches(canary)
 	if err != nil {
 		return err
 	}
-	http, err := referencedHTTP(vs, canary, nil, ab)
+	http, err := referencedHTTP(vs, canary, nil, ab, scopeOf(canary).extrasOf(vs.Spec.GetHttp()))
 	if err != nil {
 		return err
 	}
 	return r.writeReferenced(ctx, vs, http)
 }
 
-// referencedHTTP returns vs's spec.http without its A/B routes, with the managed routes set to w
-// (nil: left as they are) and, when ab is not empty, with A/B routes for ab (see withABRoutes).
+// referencedHTTP returns vs's spec.http without its A/B routes and extras, with the managed routes
+// set to w (nil: left as they are), with A/B routes for ab when it is not empty (see
+// withABRoutes), and with extras e (see withExtras).
 // errors: ErrNoApexRoute, ErrUnsupportedRoute, ErrInvalidSpec.
-func referencedHTTP(vs *istionetv1.VirtualService, canary *sluicev1.Canary, w *providers.Weights, ab []*networkingv1.HTTPMatchRequest) ([]*networkingv1.HTTPRoute, error) {
+func referencedHTTP(vs *istionetv1.VirtualService, canary *sluicev1.Canary, w *providers.Weights, ab []*networkingv1.HTTPMatchRequest, e extras) ([]*networkingv1.HTTPRoute, error) {
 	s := scopeOf(canary)
-	http := withoutABRoutes(vs.Spec.GetHttp())
+	http := withoutABRoutes(s.withoutExtras(vs.Spec.GetHttp()))
 	split, managed, err := s.splitHTTP(http, ptr.Deref(w, providers.CanaryWeight(0)))
 	if err != nil {
 		return nil, fmt.Errorf("VirtualService %s/%s: %w", vs.Namespace, vs.Name, err)
@@ -56,6 +57,9 @@ func referencedHTTP(vs *istionetv1.VirtualService, canary *sluicev1.Canary, w *p
 		http = split
 	}
 	if http, err = s.withABRoutes(http, ab); err != nil {
+		return nil, fmt.Errorf("VirtualService %s/%s: %w", vs.Namespace, vs.Name, err)
+	}
+	if http, err = s.withExtras(http, e); err != nil {
 		return nil, fmt.Errorf("VirtualService %s/%s: %w", vs.Namespace, vs.Name, err)
 	}
 	return http, nil
@@ -74,7 +78,7 @@ func (r *Router) setReferenced(ctx context.Context, canary *sluicev1.Canary, w p
 			return err
 		}
 	}
-	http, err := referencedHTTP(vs, canary, &w, ab)
+	http, err := referencedHTTP(vs, canary, &w, ab, scopeOf(canary).extrasOf(vs.Spec.GetHttp()))
 	if err != nil {
 		return err
 	}
@@ -88,7 +92,7 @@ func (r *Router) setReferencedAB(ctx context.Context, canary *sluicev1.Canary, a
 	if err != nil {
 		return err
 	}
-	http, err := referencedHTTP(vs, canary, nil, ab)
+	http, err := referencedHTTP(vs, canary, nil, ab, scopeOf(canary).extrasOf(vs.Spec.GetHttp()))
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/providers"
+	"sluice.dev/sluice/test/providertest"
 	"sluice.dev/sluice/test/testenv"
 )
 
@@ -80,7 +81,7 @@ func TestReferenceOutsideEdit(t *testing.T) {
 		if err := r.SetRoutes(ctx, canary, want); err != nil {
 			t.Fatalf("SetRoutes after %s: %v", what, err)
 		}
-		if err := providers.VerifyWeight(ctx, r, canary, want); err != nil {
+		if err := providertest.VerifyWeight(ctx, r, canary, want); err != nil {
 			t.Fatalf("after restoring %s: %v", what, err)
 		}
 		assertOnlyWeightsChanged(t, orig, getVS(t, ns, "user-service"), want)
@@ -92,7 +93,7 @@ func TestReferenceOutsideEdit(t *testing.T) {
 		}
 	})
 	mustWeights(t, r, canary, providers.CanaryWeight(20))
-	if err := providers.VerifyWeight(ctx, r, canary, want); !errors.Is(err, providers.ErrWeightDrift) {
+	if err := providertest.VerifyWeight(ctx, r, canary, want); !errors.Is(err, providers.ErrWeightDrift) {
 		t.Fatalf("VerifyWeight after an edit to 80/20 = %v, want ErrWeightDrift", err)
 	}
 	restore("an edit of every route")

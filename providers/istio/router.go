@@ -172,12 +172,12 @@ func virtualServiceName(canary *sluicev1.Canary, ref bool) string {
 	if ref {
 		return canary.Spec.Service.RouteRef.Name
 	}
-	return providers.NamesFor(canary).Apex
+	return canary.ServiceNames().Apex
 }
 
 // scopeOf returns the Canary's services and namespace.
 func scopeOf(canary *sluicev1.Canary) scope {
-	return scope{names: providers.NamesFor(canary), namespace: canary.Namespace}
+	return scope{names: canary.ServiceNames(), namespace: canary.Namespace}
 }
 
 // getVirtualService reads the VirtualService name in the Canary's namespace.
@@ -195,7 +195,7 @@ func (r *Router) getVirtualService(ctx context.Context, canary *sluicev1.Canary,
 }
 
 func noApexRoute(vs *istionetv1.VirtualService, canary *sluicev1.Canary) error {
-	n := providers.NamesFor(canary)
+	n := canary.ServiceNames()
 	return fmt.Errorf("%w: VirtualService %s/%s has no route destination for %s, %s or %s",
 		ErrNoApexRoute, vs.Namespace, vs.Name, n.Apex, n.Primary, n.Canary)
 }

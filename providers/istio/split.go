@@ -1,24 +1,24 @@
 package istio
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
 	networkingv1 "istio.io/api/networking/v1"
 
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/providers"
 )
 
 // ErrUnsupportedRoute means an HTTP route names the apex (or primary/canary) service in a way
 // Sluice cannot split: mixed with other hosts, apex destinations that differ in port or headers,
 // or more than one primary or canary destination.
-var ErrUnsupportedRoute = errors.New("unsupported route")
+var ErrUnsupportedRoute error = providers.Permanent(sluicev1.ReasonRouteError, "unsupported route")
 
 // ErrNoApexRoute means a VirtualService has no HTTP route with a destination naming the apex
 // service or its primary and canary services.
-var ErrNoApexRoute = errors.New("no HTTP route to the apex service")
+var ErrNoApexRoute error = providers.Permanent(sluicev1.ReasonRouteError, "no HTTP route to the apex service")
 
 // hostRole is what a destination host names, relative to one Canary.
 type hostRole int
@@ -32,7 +32,7 @@ const (
 
 // scope identifies the services of one Canary: their names and the namespace short names resolve in.
 type scope struct {
-	names     providers.ServiceNames
+	names     sluicev1.ServiceNames
 	namespace string
 }
 
@@ -76,7 +76,7 @@ func (s scope) splitHTTP(routes []*networkingv1.HTTPRoute, w providers.Weights) 
 	out := make([]*networkingv1.HTTPRoute, len(routes))
 	managed := 0
 	for i, r := range routes {
-		if isABRoute(r) { // left to withABRoutes
+		if isCopyRoute(r) { // left to withABRoutes and withExtras
 			out[i] = r
 			continue
 		}
@@ -197,7 +197,7 @@ func (s scope) weightsOf(routes []*networkingv1.HTTPRoute) (providers.Weights, i
 	var first providers.Weights
 	firstName, managed := "", 0
 	for i, r := range routes {
-		if isABRoute(r) {
+		if isCopyRoute(r) {
 			continue
 		}
 		w, ok, err := s.routeWeights(r.GetRoute())

@@ -9,11 +9,12 @@ import (
 	"google.golang.org/protobuf/protoadapt"
 	networkingv1 "istio.io/api/networking/v1"
 
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/providers"
 )
 
 var testScope = scope{
-	names:     providers.ServiceNames{Apex: "web", Primary: "web-primary", Canary: "web-canary"},
+	names:     sluicev1.ServiceNames{Apex: "web", Primary: "web-primary", Canary: "web-canary"},
 	namespace: "shop",
 }
 

@@ -47,7 +47,7 @@ func startStack(t *testing.T) *stack.Stack {
 			}
 		}
 	})
-	if err := s.StartManager(ctx, manager.Options{}); err != nil {
+	if err := s.StartManager(ctx, manager.Options{SkipNameValidation: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.ApplyDemoApp(ctx); err != nil {

@@ -66,7 +66,7 @@ type Options struct {
 	// Namespace of the apex Service and its routes. Required.
 	Namespace string
 	// Service is the apex Service name; the backends are <Service>-primary and <Service>-canary
-	// (providers.NamesFor). Required.
+	// (sluicev1.Canary.ServiceNames). Required.
 	Service string
 	// Route is the name of the HTTPRoute or VirtualService to read. Default Service (the name of
 	// generated routes); set it for a Canary's spec.service.routeRef.
@@ -117,9 +117,12 @@ type Sim struct {
 	metrics *metrics
 	rng     *rand.Rand
 
-	mu       sync.Mutex
-	backends []Backend
-	source   string // what the split was read from, for logs
+	mu sync.Mutex
+	// overrides are error rates set by SetErrorRate, by workload.
+	overrideMu sync.Mutex
+	overrides  map[string]float64
+	backends   []Backend
+	source     string // what the split was read from, for logs
 }
 
 // Scheme returns the types the simulator reads: core, apps, Gateway API v1, Istio networking v1.
@@ -455,5 +458,31 @@ func (s *Sim) resolve(ctx context.Context, b *Backend, deployments []appsv1.Depl
 	if v, err := strconv.ParseFloat(tmpl.Annotations[AnnotationLatencyMs], 64); err == nil && v >= 0 {
 		b.LatencyMs = v
 	}
+	if v, ok := s.errorRateOverride(best.Name); ok {
+		b.ErrorRate = v
+	}
 	return nil
+}
+
+// SetErrorRate makes the pods of Deployment workload answer rate (0–1) of their requests with
+// 500 from now on, whatever their annotations say: the same version starting to fail (a
+// dependency going down), without a new revision. A negative rate removes the override.
+func (s *Sim) SetErrorRate(workload string, rate float64) {
+	s.overrideMu.Lock()
+	defer s.overrideMu.Unlock()
+	if s.overrides == nil {
+		s.overrides = map[string]float64{}
+	}
+	if rate < 0 {
+		delete(s.overrides, workload)
+		return
+	}
+	s.overrides[workload] = rate
+}
+
+func (s *Sim) errorRateOverride(workload string) (float64, bool) {
+	s.overrideMu.Lock()
+	defer s.overrideMu.Unlock()
+	v, ok := s.overrides[workload]
+	return v, ok
 }

@@ -24,6 +24,8 @@ type Release struct {
 	// Annotations are merged into the pod template's annotations (the simulated mesh reads the
 	// version's error rate and latency from them).
 	Annotations map[string]string
+	// Replicas, when set, is written with the image (as an autoscaler or the release would).
+	Replicas *int32
 	// Timeout bounds the run. Default 5 minutes.
 	Timeout time.Duration
 	// Out receives the live timeline. Optional.
@@ -127,6 +129,9 @@ func (s *Stack) changeTarget(ctx context.Context, r Release) error {
 	patch := client.MergeFrom(d.DeepCopy())
 	if r.Image != "" {
 		d.Spec.Template.Spec.Containers[0].Image = r.Image
+	}
+	if r.Replicas != nil {
+		d.Spec.Replicas = r.Replicas
 	}
 	if len(r.Annotations) > 0 {
 		if d.Spec.Template.Annotations == nil {

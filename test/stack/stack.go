@@ -34,6 +34,8 @@ type Service struct {
 	Namespace, Name, Route string
 	// RPS is the simulated request rate (default 50).
 	RPS int
+	// Metrics selects the meshes whose metrics the simulator exposes (default Istio's).
+	Metrics meshsim.Flavor
 }
 
 // Options configure Start.
@@ -113,7 +115,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 			return s, err
 		}
 		sim, err := meshsim.New(s.Config, meshsim.Options{Namespace: svc.Namespace, Service: svc.Name, Route: svc.Route,
-			RPS: svc.RPS, Listen: "127.0.0.1:0"})
+			RPS: svc.RPS, Listen: "127.0.0.1:0", Metrics: svc.Metrics})
 		if err != nil {
 			return s, fmt.Errorf("simulated mesh for %s/%s: %w", svc.Namespace, svc.Name, err)
 		}
@@ -178,10 +180,13 @@ func (s *Stack) ensureNamespace(ctx context.Context, name string) error {
 	return nil
 }
 
-// StartManager runs the Sluice manager in this process against the stack, with Prometheus as the
-// default metrics server and its 1 s scrape interval. It stops with Stop.
+// StartManager runs the Sluice manager in this process against the stack, with Prometheus (unless
+// o.MetricsServer names another address) as the default metrics server and its 1 s scrape
+// interval. It stops with Stop.
 func (s *Stack) StartManager(ctx context.Context, o manager.Options) error {
-	o.MetricsServer = s.Prom.Address()
+	if o.MetricsServer == "" {
+		o.MetricsServer = s.Prom.Address()
+	}
 	o.ScrapeInterval = time.Second
 	if o.MetricsAddr == "" {
 		o.MetricsAddr = "0"

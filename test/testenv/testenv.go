@@ -165,7 +165,7 @@ func Require(t testing.TB, env *Env) {
 // Namespace creates a fresh namespace named after the test and returns its name.
 func (e *Env) Namespace(t testing.TB) string {
 	t.Helper()
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-", ".", "-").Replace(t.Name()))
 	if len(name) > 50 {
 		name = name[:50]
 	}

@@ -44,11 +44,15 @@ func ABRouted(spec sluicev1.CanarySpec, s sluicev1.CanaryStatus) bool {
 	return false
 }
 
-// trafficOn reports whether, by status s, the run sends traffic to the canary: the A/B routing of
-// an A/B run, a canary weight above 0 otherwise.
+// trafficOn reports whether, by status s, the run is in its analysed steps: the A/B routing of an
+// A/B run, the iterations of a blue/green run (at weight 0: the canary is analysed through load
+// tests and mirrored traffic), a canary weight above 0 otherwise.
 func trafficOn(spec sluicev1.CanarySpec, s sluicev1.CanaryStatus) bool {
-	if IsAB(spec) {
+	switch {
+	case IsAB(spec):
 		return ABRouted(spec, s)
+	case IsBlueGreen(spec):
+		return blueGreenStarted(spec, s)
 	}
 	return s.CanaryWeight > 0
 }
@@ -70,18 +74,7 @@ func advanceAB(o Observed, d *Decision) {
 		d.normal(EventABStarted, fmt.Sprintf("A/B testing of %s: %s, for %d checks", s.LastAppliedSpec, abRoutesOnDescription, n))
 		return
 	}
-	if s.Iterations < n {
-		s.Iterations++
-		d.normal(EventIterationPassed, fmt.Sprintf("A/B check %d/%d passed", s.Iterations, n))
-		if s.Iterations < n {
-			return
-		}
-	}
-	if g, held := gate(o, sluicev1.WebhookConfirmPromotion); held {
-		if o.Status.Phase != sluicev1.CanaryPhaseWaitingPromotion {
-			d.warning(EventWaitingAtGate, "Waiting at the confirm-promotion gate: "+g.Message)
-		}
-		d.setPhase(sluicev1.CanaryPhaseWaitingPromotion, o.Now)
+	if !iterationsDone(o, d, s, "A/B", n) {
 		return
 	}
 	startPromotion(o, d)
@@ -117,4 +110,25 @@ func syncABRoutes(o Observed, d *Decision) {
 		}
 		d.warning(EventABRoutesRestored, fmt.Sprintf("Route had %s, restored: %s", state, now))
 	}
+}
+
+// iterationsDone counts one more passed check of an A/B or blue/green run (label names the kind
+// in the event) and reports whether the run may go on to promotion: all n checks passed and the
+// confirm-promotion gate is open. Otherwise it records the wait.
+func iterationsDone(o Observed, d *Decision, s *sluicev1.CanaryStatus, label string, n int32) bool {
+	if s.Iterations < n {
+		s.Iterations++
+		d.normal(EventIterationPassed, fmt.Sprintf("%s check %d/%d passed", label, s.Iterations, n))
+		if s.Iterations < n {
+			return false
+		}
+	}
+	if g, held := gate(o, sluicev1.WebhookConfirmPromotion); held {
+		if o.Status.Phase != sluicev1.CanaryPhaseWaitingPromotion {
+			d.warning(EventWaitingAtGate, "Waiting at the confirm-promotion gate: "+g.Message)
+		}
+		d.setPhase(sluicev1.CanaryPhaseWaitingPromotion, o.Now)
+		return false
+	}
+	return true
 }

@@ -188,7 +188,9 @@ func TestABGatesAndAnalysisDue(t *testing.T) {
 	}
 	ready := Workload{Exists: true, RolledOut: true, Desired: 2, Ready: 2, Updated: 2, Revision: "rev-2"}
 	o := func(phase sluicev1.CanaryPhase, on bool, iterations int32) Observed {
-		return Observed{Now: now, Spec: spec, Revision: "rev-2", Primary: ready, Canary: ready,
+		primary := ready
+		primary.Revision = "rev-1" // not promoted yet
+		return Observed{Now: now, Spec: spec, Revision: "rev-2", Primary: primary, Canary: ready,
 			Status: sluicev1.CanaryStatus{Phase: phase, LastAppliedSpec: "rev-2", LastPromotedSpec: "rev-1",
 				PreRolloutPassed: on, Iterations: iterations, LastStepTime: stamp(now.Add(-time.Hour)), LastProgressTime: stamp(now)}}
 	}
@@ -241,6 +243,7 @@ func TestABDecideTable(t *testing.T) {
 			sluicev1.CanaryPhaseProgressing, nil, ""},
 		{"stray A/B rules after a run are removed", func(o *Observed) {
 			o.Status.Phase, o.Status.LastPromotedSpec = sluicev1.CanaryPhaseSucceeded, "rev-2"
+			o.Primary.Revision = "rev-2" // the run was promoted
 			o.Canary = Workload{Exists: true, RolledOut: true, Revision: "rev-2"}
 		}, sluicev1.CanaryPhaseSucceeded, []Action{ActionABRoutesOff}, EventABRoutesRestored},
 		{"abort turns the A/B routing off before the scale-down", func(o *Observed) {
@@ -249,9 +252,9 @@ func TestABDecideTable(t *testing.T) {
 		{"promote request keeps the A/B routing while the primary is updated", func(o *Observed) {
 			o.Requests = map[string]string{sluicev1.AnnotationPromote: "now"}
 		}, sluicev1.CanaryPhasePromoting, []Action{ActionPromotePrimary}, EventPromoting},
-		{"promoted primary ready: A/B routing off, then the canary scales down, Succeeded", func(o *Observed) {
+		{"promoted primary ready: A/B routing off, Finalising", func(o *Observed) {
 			o.Status.Phase, o.Status.Iterations, o.Primary.Revision = sluicev1.CanaryPhasePromoting, 5, "rev-2"
-		}, sluicev1.CanaryPhaseSucceeded, []Action{ActionABRoutesOff, ActionSetWeights, ActionScaleCanaryDown}, EventSucceeded},
+		}, sluicev1.CanaryPhaseFinalising, []Action{ActionABRoutesOff, ActionSetWeights}, EventFinalising},
 		{"progress deadline rolls back", func(o *Observed) {
 			o.Status.LastProgressTime = stamp(now.Add(-time.Hour))
 		}, sluicev1.CanaryPhaseFailed, []Action{ActionABRoutesOff, ActionSetWeights, ActionScaleCanaryDown}, EventRollback},

@@ -29,6 +29,9 @@ const (
 	// ActionABRoutesOff removes the A/B routing: every request follows the weights. Decide emits
 	// it first, before any action that scales the canary down.
 	ActionABRoutesOff Action = "ABRoutesOff"
+	// ActionRestorePrimary puts the primary back on status.lastPromotedSpec (its pod template and
+	// configs as they were promoted): a rollback after the primary had already been promoted.
+	ActionRestorePrimary Action = "RestorePrimary"
 )
 
 // Decision is what to do in this tick.
@@ -40,8 +43,17 @@ type Decision struct {
 	Actions []Action
 	// Events to record on the Canary, one per transition.
 	Events []planevent.Event
+	// PrimaryReplicas is the replica count ActionScalePrimaryUp asks for.
+	PrimaryReplicas int32
 	// RequeueAfter is when to look again.
 	RequeueAfter time.Duration
+	// StatusFirst says the status must be written before the actions run. Decide sets it when the
+	// actions move traffic back to the primary (rollback, cancel, abort): if an action is then
+	// lost, the next tick repairs it from the status (idle phases put the route and the canary's
+	// replicas back to what status says); if the status were written last and lost, the run would
+	// still be Progressing and move traffic forward again. Forward moves write the status last: a
+	// lost status is recovered from the route and the primary (see recoverLostWrites).
+	StatusFirst bool
 }
 
 // Has reports whether the decision carries action a.
@@ -92,32 +104,34 @@ const (
 	DefaultThreshold               = 5
 	DefaultProgressDeadlineSeconds = 600
 	DefaultReadyThreshold          = 100
+	// DefaultConsecutiveErrorLimit is analysis.consecutiveErrorLimit's default, as Argo Rollouts'.
+	DefaultConsecutiveErrorLimit = 4
 	// PollInterval is how soon to look again while waiting for a workload to become ready.
 	PollInterval = 2 * time.Second
 )
 
 // Interval is the analysis interval (default 1m).
 func Interval(spec sluicev1.CanarySpec) time.Duration {
-	if d, err := time.ParseDuration(spec.Analysis.Interval); err == nil && d > 0 {
-		return d
-	}
-	return DefaultInterval
+	return sluicev1.DurationOr(spec.Analysis.Interval, DefaultInterval)
 }
 
 // Threshold is the number of failed checks that rolls a run back (default 5).
 func Threshold(spec sluicev1.CanarySpec) int32 {
-	if spec.Analysis.Threshold > 0 {
-		return spec.Analysis.Threshold
+	return sluicev1.CountOr(spec.Analysis.Threshold, DefaultThreshold)
+}
+
+// ConsecutiveErrorLimit is the number of checks in a row that could not be judged after which
+// the run rolls back (default 4).
+func ConsecutiveErrorLimit(spec sluicev1.CanarySpec) int32 {
+	if l := spec.Analysis.ConsecutiveErrorLimit; l != nil && *l > 0 {
+		return *l
 	}
-	return DefaultThreshold
+	return DefaultConsecutiveErrorLimit
 }
 
 // ProgressDeadline is how long a run may go without progress (default 600 s).
 func ProgressDeadline(spec sluicev1.CanarySpec) time.Duration {
-	if spec.ProgressDeadlineSeconds != nil && *spec.ProgressDeadlineSeconds > 0 {
-		return time.Duration(*spec.ProgressDeadlineSeconds) * time.Second
-	}
-	return DefaultProgressDeadlineSeconds * time.Second
+	return sluicev1.SecondsOr(spec.ProgressDeadlineSeconds, DefaultProgressDeadlineSeconds*time.Second)
 }
 
 func readyThreshold(p *int32) int32 {

@@ -6,5 +6,8 @@
 //
 // A run shifts weights step by step, or, for a spec with analysis.match and analysis.iterations,
 // is an A/B test (IsAB): the weight stays 0, the requests matching analysis.match go to the
-// canary once it is ready, and iterations passing checks promote it (see ab.go).
+// canary once it is ready, and iterations passing checks promote it (see ab.go); for a spec with
+// analysis.iterations and no match it is a blue/green run (IsBlueGreen): the canary is analysed at
+// weight 0 for iterations passing checks, then takes all traffic at once while the primary is
+// promoted (see bluegreen.go).
 package plan

@@ -26,8 +26,8 @@ func HasWebhooks(spec sluicev1.CanarySpec, t sluicev1.WebhookType) bool {
 // GatesDue lists the gate types whose webhooks the controller must resolve before calling
 // Decide: confirm-rollout before a new run starts; pre-rollout before the first traffic; rollout
 // and rollback with every check; confirm-traffic-increase before every increase (never in an A/B
-// run); confirm-promotion before promotion (in an A/B run, with the check that may complete the
-// iterations). Only types the spec has webhooks for are listed.
+// or blue/green run); confirm-promotion before promotion (in an A/B or blue/green run, with the
+// check that may complete the iterations). Only types the spec has webhooks for are listed.
 func GatesDue(o Observed) []sluicev1.WebhookType {
 	var due []sluicev1.WebhookType
 	add := func(ts ...sluicev1.WebhookType) {
@@ -40,33 +40,46 @@ func GatesDue(o Observed) []sluicev1.WebhookType {
 	phase := o.Status.Phase
 	switch phase {
 	case sluicev1.CanaryPhaseInitialized, sluicev1.CanaryPhaseSucceeded, sluicev1.CanaryPhaseFailed, sluicev1.CanaryPhaseWaiting:
-		if o.Hold == nil && o.Revision != o.Status.LastAppliedSpec && o.Revision != o.Status.LastPromotedSpec {
+		if o.Hold == nil && o.Stall == nil && o.Revision != o.Status.LastAppliedSpec && o.Revision != o.Status.LastPromotedSpec {
 			add(sluicev1.WebhookConfirmRollout)
 		}
 		return due
 	case sluicev1.CanaryPhaseProgressing, sluicev1.CanaryPhaseWaitingPromotion:
+	case sluicev1.CanaryPhasePromoting:
+		if AnalysisDue(o) {
+			add(sluicev1.WebhookRollout, sluicev1.WebhookRollback)
+		}
+		return due
 	default:
 		return nil
 	}
 	if o.Revision != o.Status.LastAppliedSpec || o.Status.FailedChecks >= Threshold(o.Spec) || deadlinePassed(o) || o.Spec.SkipAnalysis {
 		return nil
 	}
-	if _, blocked := stepBlocked(o); blocked {
+	if _, ok := checkDue(o); !ok || lostWrite(o) || !o.Canary.IsReady(CanaryReadyThreshold(o.Spec)) ||
+		o.Status.ConsecutiveErrors >= ConsecutiveErrorLimit(o.Spec) {
 		return nil
 	}
-	w, ab := o.Status.CanaryWeight, IsAB(o.Spec)
+	w, iterated := o.Status.CanaryWeight, countsPassingChecks(o.Spec)
+	held := o.Hold != nil || o.Stall != nil // the checks run; the gates of the advance wait
 	if !trafficOn(o.Spec, o.Status) && phase == sluicev1.CanaryPhaseProgressing {
+		if held {
+			return due
+		}
 		if !o.Status.PreRolloutPassed && HasWebhooks(o.Spec, sluicev1.WebhookPreRollout) {
 			add(sluicev1.WebhookPreRollout)
 			return due
 		}
-		if !ab { // as in Flagger, an A/B run has no traffic increase to confirm
+		if !iterated { // as in Flagger, A/B and blue/green runs have no traffic increase to confirm
 			add(sluicev1.WebhookConfirmTrafficIncrease)
 		}
 		return due
 	}
 	add(sluicev1.WebhookRollout, sluicev1.WebhookRollback)
-	if ab {
+	if held {
+		return due
+	}
+	if iterated {
 		if o.Status.Iterations+1 >= o.Spec.Analysis.Iterations {
 			add(sluicev1.WebhookConfirmPromotion)
 		}

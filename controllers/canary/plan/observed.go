@@ -28,6 +28,13 @@ type Observed struct {
 	// it differs from what the status says it should be.
 	RouteABOn    bool
 	RouteABKnown bool
+	// RouteMirror (percent mirrored to the canary, 0: none) and RouteCookie (the session-affinity
+	// cookie, "": none) are read from the route this tick (providers.Router.GetMirror,
+	// GetSessionAffinity); RouteExtrasKnown is false when they could not be read. Decide puts them
+	// back when they differ from what the status asks for (MirrorWanted, AffinityCookie).
+	RouteMirror      int32
+	RouteCookie      string
+	RouteExtrasKnown bool
 	// Check is the outcome of the analysis the controller ran this tick because AnalysisDue said
 	// so; nil when no analysis ran.
 	Check *Check
@@ -38,8 +45,23 @@ type Observed struct {
 	// controller waits, without deciding, while a call is still pending).
 	Gates map[sluicev1.WebhookType]GateResult
 	// Hold, when set, keeps a new run from starting and a running one from advancing a step
-	// (progression window closed, cap on simultaneous rollouts reached).
+	// (progression window closed, cap on simultaneous rollouts reached). Checks keep running
+	// while traffic is on the canary.
 	Hold *Hold
+	// Stall, when set, is a problem only a change to the spec or the cluster fixes (a missing
+	// ConfigMap, an invalid interval, a route error). It holds every advance like a Hold, but
+	// passing checks are no progress: with traffic on the canary the run rolls back at the
+	// progress deadline, with the stall's reason in the message.
+	Stall *Hold
+	// PrimaryCreated is true when the controller created the primary this tick (at first, or
+	// rebuilt from a target back on the promoted revision): the lifecycle starts over at
+	// Initializing.
+	PrimaryCreated bool
+	// MetricsWait, when set, keeps an initializing Canary waiting for its metrics server.
+	MetricsWait *Hold
+	// Answers are the gate webhook answers the controller received this tick; Decide records them
+	// in status.webhooks so a restarted controller never asks the same round again.
+	Answers []sluicev1.WebhookStatus
 }
 
 // Workload is the observed state of a Deployment.
@@ -77,12 +99,42 @@ func (w Workload) IsReady(threshold int32) bool {
 
 // Check is the outcome of one analysis run.
 type Check struct {
+	// Outcome applies the evidence rule (analysis.Check.Outcome). Empty: derived from Failed and
+	// Results (Failed; else Error, Passed or NoEvidence by the verdicts).
+	Outcome sluicev1.CheckOutcome
 	// Failed is true when the check counts as a failed check.
 	Failed bool
-	// Summary names the failing metrics with their values; empty when the check passed.
+	// Summary names what decided the outcome (failing, erroring or skipped metrics); empty when
+	// the check passed.
 	Summary string
 	// Results are the per-metric verdicts, recorded in status.
 	Results []sluicev1.MetricResult
+	// WindowStart is the start of the longest metric window the check judged.
+	WindowStart time.Time
+}
+
+// outcome returns c.Outcome, or derives it from Failed and the verdicts.
+func (c Check) outcome() sluicev1.CheckOutcome {
+	if c.Outcome != "" {
+		return c.Outcome
+	}
+	if c.Failed {
+		return sluicev1.CheckFailed
+	}
+	out := sluicev1.CheckNoEvidence
+	for _, r := range c.Results {
+		switch r.Verdict {
+		case sluicev1.VerdictFail, sluicev1.VerdictNoData:
+			return sluicev1.CheckFailed
+		case sluicev1.VerdictError:
+			out = sluicev1.CheckError
+		case sluicev1.VerdictPass:
+			if out == sluicev1.CheckNoEvidence {
+				out = sluicev1.CheckPassed
+			}
+		}
+	}
+	return out
 }
 
 // Hold is a reason a run may not start or advance now.

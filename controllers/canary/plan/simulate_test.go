@@ -26,11 +26,21 @@ type world struct {
 	canaryReplicas   int32
 	canaryNeverReady bool
 	routeWeight      int32
-	abOn             bool // the route holds A/B rules
+	abOn             bool   // the route holds A/B rules
+	mirror           int32  // the route mirrors this percentage to the canary
+	cookie           string // the route's session-affinity cookie
 	analysis         func(w *world) Check
 	gates            func(t sluicev1.WebhookType, w *world) GateResult
 	requests         map[string]string
-	log              []string
+	hold, stall      *Hold
+	// lose, when set, says whether a write of this tick is lost (the status, or an action);
+	// lost writes never reach the world, as with a conflict or a crash.
+	lose     func(w *world, d Decision, write string) bool
+	checks   int     // analyses run
+	restores int     // primary restores
+	routeLog []int32 // every canary weight the route took, in order
+	lostNow  string  // what this tick lost, for the log
+	log      []string
 	// invariants
 	weightsSeen []int32
 }
@@ -57,7 +67,14 @@ func (w *world) observe() Observed {
 		Canary: Workload{Exists: true, Revision: w.targetRevision, Desired: w.canaryReplicas,
 			Ready: canaryReady, Updated: w.canaryReplicas, RolledOut: true},
 		RouteWeight: w.routeWeight, RouteKnown: true, RouteABOn: w.abOn, RouteABKnown: true,
+		RouteMirror: w.mirror, RouteCookie: w.cookie, RouteExtrasKnown: true,
+		Hold: w.hold, Stall: w.stall,
 	}
+}
+
+// lost reports whether write (the status, or an action's name) of d is lost this tick.
+func (w *world) lost(d Decision, write string) bool {
+	return w.lose != nil && w.lose(w, d, write)
 }
 
 // tick runs one reconcile: analysis when due, Decide, then the actions.
@@ -74,19 +91,41 @@ func (w *world) tick(t *testing.T) Decision {
 	if AnalysisDue(o) {
 		c := w.analysis(w)
 		o.Check = &c
+		w.checks++
 	}
 	d := Decide(o)
+	before := w.status
+	w.lostNow = ""
+	statusLost := w.lost(d, "status")
+	if d.StatusFirst && !statusLost {
+		w.status = d.Status
+	}
 	for _, a := range d.Actions {
+		if d.StatusFirst && statusLost {
+			break // the status write failed first: no action runs
+		}
+		if w.lost(d, string(a)) {
+			w.lostNow = string(a)
+			break // a write that fails ends the tick's writes
+		}
 		switch a {
+		case ActionRestorePrimary:
+			w.primaryRevision = w.status.LastPromotedSpec
+			w.restores++
 		case ActionScaleCanaryUp:
 			w.canaryReplicas = w.primaryReplicas
 		case ActionScaleCanaryDown:
 			if w.abOn {
 				t.Fatal("canary scaled down while A/B routing sends it requests")
 			}
+			if w.cookie != "" || w.mirror != 0 {
+				t.Fatalf("canary scaled down while the route still has cookie %q / mirror %d", w.cookie, w.mirror)
+			}
 			w.canaryReplicas = 0
 		case ActionPromotePrimary:
 			w.primaryRevision = w.targetRevision
+		case ActionScalePrimaryUp:
+			w.primaryReplicas = max(w.primaryReplicas, d.PrimaryReplicas)
 		case ActionSetWeights:
 			if d.Status.CanaryWeight < 0 || d.Status.CanaryWeight > 100 {
 				t.Fatalf("weight %d outside 0..100", d.Status.CanaryWeight)
@@ -96,6 +135,17 @@ func (w *world) tick(t *testing.T) Decision {
 			}
 			if IsAB(w.spec) && d.Status.CanaryWeight != 0 {
 				t.Fatalf("weight %d in an A/B run", d.Status.CanaryWeight)
+			}
+			if IsBlueGreen(w.spec) && d.Status.CanaryWeight != 0 &&
+				(d.Status.CanaryWeight != 100 || d.Status.Phase != sluicev1.CanaryPhasePromoting) {
+				t.Fatalf("weight %d in phase %s of a blue/green run: only 0, or 100 once promotion starts", d.Status.CanaryWeight, d.Status.Phase)
+			}
+			if d.Status.CanaryWeight == 0 && w.routeWeight > 0 && d.Status.Phase == sluicev1.CanaryPhaseFinalising &&
+				w.primaryReplicas < w.canaryReplicas {
+				t.Fatalf("all traffic shifted to a primary with %d ready replicas from a canary with %d", w.primaryReplicas, w.canaryReplicas)
+			}
+			if w.routeWeight != d.Status.CanaryWeight {
+				w.routeLog = append(w.routeLog, d.Status.CanaryWeight)
 			}
 			w.routeWeight = d.Status.CanaryWeight
 			if d.Status.Phase == sluicev1.CanaryPhaseProgressing {
@@ -108,17 +158,45 @@ func (w *world) tick(t *testing.T) Decision {
 			w.abOn = true
 		case ActionABRoutesOff:
 			w.abOn = false
+		case ActionMirrorOn:
+			if w.canaryReplicas == 0 || w.canaryNeverReady || w.routeWeight != 0 {
+				t.Fatalf("mirroring turned on with canary replicas %d at weight %d", w.canaryReplicas, w.routeWeight)
+			}
+			w.mirror = MirrorWeight(w.spec)
+		case ActionMirrorOff:
+			w.mirror = 0
+		case ActionAffinityOn:
+			if w.canaryReplicas == 0 || w.canaryNeverReady {
+				t.Fatal("session affinity turned on to a canary with no ready replicas")
+			}
+			w.cookie = AffinityCookie(w.spec, d.Status)
+		case ActionAffinityOff:
+			w.cookie = ""
+		}
+	}
+	if !w.canaryNeverReady {
+		if want := MirrorWanted(w.spec, d.Status); w.mirror != want {
+			t.Fatalf("route mirrors %d%% after the actions, status says %d%% (phase %s)", w.mirror, want, d.Status.Phase)
+		}
+		if want := AffinityCookie(w.spec, d.Status); w.cookie != want {
+			t.Fatalf("route cookie %q after the actions, status says %q (phase %s)", w.cookie, want, d.Status.Phase)
 		}
 	}
 	if want := ABRouted(w.spec, d.Status); w.abOn != want {
 		t.Fatalf("route A/B routing %v after the actions, status says %v (phase %s)", w.abOn, want, d.Status.Phase)
 	}
-	if d.Status.Phase == sluicev1.CanaryPhaseSucceeded && w.status.Phase != sluicev1.CanaryPhaseSucceeded &&
+	if d.Status.Phase == sluicev1.CanaryPhaseSucceeded && before.Phase != sluicev1.CanaryPhaseSucceeded &&
 		w.primaryRevision != d.Status.LastAppliedSpec {
 		t.Fatalf("Succeeded while the primary runs %s, not %s", w.primaryRevision, d.Status.LastAppliedSpec)
 	}
-	before := w.status
-	w.status = d.Status
+	switch {
+	case statusLost:
+		w.lostNow = "status"
+	case w.lostNow != "" && !d.StatusFirst:
+		// an action failed: the controller keeps the old status
+	default:
+		w.status = d.Status
+	}
 	w.record(before, d)
 	w.now = w.now.Add(d.RequeueAfter)
 	return d
@@ -132,6 +210,15 @@ func (w *world) record(before sluicev1.CanaryStatus, d Decision) {
 	}
 	line := fmt.Sprintf("%6s  %-16s weight=%-3d primary=%-3d failed=%d", w.now.Sub(w.start), s.Phase,
 		s.CanaryWeight, 100-s.CanaryWeight, s.FailedChecks)
+	if IsBlueGreen(w.spec) {
+		line += fmt.Sprintf(" iterations=%d/%d", s.Iterations, w.spec.Analysis.Iterations)
+	}
+	if w.spec.Analysis.Mirror {
+		line += fmt.Sprintf(" mirror=%d", w.mirror)
+	}
+	if w.spec.Analysis.SessionAffinity != nil {
+		line += fmt.Sprintf(" cookie=%q", w.cookie)
+	}
 	if IsAB(w.spec) {
 		ab := "off"
 		if w.abOn {
@@ -141,6 +228,9 @@ func (w *world) record(before sluicev1.CanaryStatus, d Decision) {
 	}
 	for _, e := range d.Events {
 		line += fmt.Sprintf("  [%s] %s", e.Reason, e.Message)
+	}
+	if w.lostNow != "" {
+		line += "  (" + w.lostNow + " write lost)"
 	}
 	w.log = append(w.log, line)
 }
@@ -325,9 +415,9 @@ func TestDecideTable(t *testing.T) {
 			o.Revision = "rev-2"
 			o.Hold = &Hold{Reason: sluicev1.ReasonRolloutCapReached, Message: "2 canaries progressing (cap 2)"}
 		}, sluicev1.CanaryPhaseWaiting, 0, nil},
-		{"revert to promoted revision after failure runs nothing", func(o *Observed) {
+		{"revert to promoted revision after failure runs nothing and is Succeeded", func(o *Observed) {
 			o.Status.Phase, o.Status.LastAppliedSpec = sluicev1.CanaryPhaseFailed, "rev-2"
-		}, sluicev1.CanaryPhaseFailed, 0, nil},
+		}, sluicev1.CanaryPhaseSucceeded, 0, nil},
 		{"waiting run reverted to the failed revision stays failed", func(o *Observed) {
 			o.Revision, o.Status.Phase, o.Status.LastAppliedSpec = "rev-2", sluicev1.CanaryPhaseWaiting, "rev-2"
 		}, sluicev1.CanaryPhaseFailed, 0, nil},

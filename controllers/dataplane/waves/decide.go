@@ -207,9 +207,15 @@ func (d *Decision) restart(o Observed, i int) ([]Action, bool) {
 	return actions, false
 }
 
-// rootCause describes the blockers of this tick, for the message of a failure.
+// rootCause describes the blockers of this tick, for the message of a failure. Blockers found
+// while carrying out actions (an eviction a PodDisruptionBudget refused) are only known after
+// Decide: without blockers of its own, the tick falls back to the last update attempt when it was
+// blocked, which names them.
 func (d *Decision) rootCause() string {
 	if len(d.Blockers) == 0 {
+		if s := d.Status; s.LastUpdateAttemptResult == sluicev1.UpdateAttemptBlocked && s.LastUpdateAttemptMessage != "" {
+			return s.LastUpdateAttemptMessage
+		}
 		return "the pods were restarted and did not come back on it"
 	}
 	var parts []string

@@ -61,18 +61,12 @@ func BakeTime(spec sluicev1.DataPlaneSpec) time.Duration {
 
 // Interval is spec.analysis.interval (default 1m).
 func Interval(spec sluicev1.DataPlaneSpec) time.Duration {
-	if d, err := time.ParseDuration(spec.Analysis.Interval); err == nil && d > 0 {
-		return d
-	}
-	return DefaultInterval
+	return sluicev1.DurationOr(spec.Analysis.Interval, DefaultInterval)
 }
 
 // Threshold is spec.analysis.threshold (default 5).
 func Threshold(spec sluicev1.DataPlaneSpec) int32 {
-	if spec.Analysis.Threshold > 0 {
-		return spec.Analysis.Threshold
-	}
-	return DefaultThreshold
+	return sluicev1.CountOr(spec.Analysis.Threshold, DefaultThreshold)
 }
 
 // MaxUnavailable is spec.maxUnavailable (default 1).
@@ -85,8 +79,5 @@ func MaxUnavailable(spec sluicev1.DataPlaneSpec) int {
 
 // ProgressDeadline is spec.progressDeadlineSeconds (default 600 s).
 func ProgressDeadline(spec sluicev1.DataPlaneSpec) time.Duration {
-	if spec.ProgressDeadlineSeconds != nil && *spec.ProgressDeadlineSeconds > 0 {
-		return time.Duration(*spec.ProgressDeadlineSeconds) * time.Second
-	}
-	return DefaultProgressDeadline
+	return sluicev1.SecondsOr(spec.ProgressDeadlineSeconds, DefaultProgressDeadline)
 }

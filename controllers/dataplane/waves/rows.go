@@ -14,6 +14,9 @@ func (d *Decision) count(o Observed) {
 	s := &d.Status
 	s.Desired, s.Current = 0, 0
 	s.UnmanagedPods, s.UnmeshedPods = nil, nil
+	// A drift wave (driftPolicy Restart) moves namespaces an earlier wave planned again: the fleet
+	// counts and names every namespace's pods once.
+	seen := map[string]bool{}
 	for i := range s.Waves {
 		w := &s.Waves[i]
 		w.Desired, w.Current = 0, 0
@@ -25,6 +28,12 @@ func (d *Decision) count(o Observed) {
 			desired, current := countNamespace(ns, s.Version)
 			w.Desired += desired
 			w.Current += current
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			s.Desired += desired
+			s.Current += current
 			for _, p := range ns.Unmanaged {
 				if p.Version != s.Version {
 					s.UnmanagedPods = append(s.UnmanagedPods, name+"/"+p.Name)
@@ -34,8 +43,6 @@ func (d *Decision) count(o Observed) {
 				s.UnmeshedPods = append(s.UnmeshedPods, name+"/"+p)
 			}
 		}
-		s.Desired += w.Desired
-		s.Current += w.Current
 	}
 	s.UnmanagedPods = capped50(s.UnmanagedPods)
 	s.UnmeshedPods = capped50(s.UnmeshedPods)

@@ -177,6 +177,10 @@ func TestGoldenDriftRestart(t *testing.T) {
 	if v := w.versions("ns-1"); v != newVersion+" x6" || w.namespace("ns-1").pin != newVersion {
 		t.Fatalf("ns-1 runs %s, pinned %s", v, w.namespace("ns-1").pin)
 	}
+	// The drift wave moves ns-1 again: the fleet still has 12 meshed pods, not 18.
+	if s := w.status; s.Desired != 12 || s.Current != 12 {
+		t.Fatalf("DESIRED %d CURRENT %d after the drift wave: want 12/12 (each namespace counted once)", s.Desired, s.Current)
+	}
 	golden.Assert(t, "drift-restart", w.log)
 }
 
@@ -258,5 +262,23 @@ func TestImmediateRollback(t *testing.T) {
 	}
 	if !slices.ContainsFunc(w.notifications, func(n Notification) bool { return n.Key == oldVersion+"/UpToDate" }) {
 		t.Errorf("notifications %+v", w.notifications)
+	}
+}
+
+// TestPodDisruptionBudgetBlockingForeverKeepsRootCause: a PodDisruptionBudget refuses every
+// eviction of the wave's OnDelete pods. The run ends (rolled back at the progress deadline) and the
+// wave's message, which the Ready condition repeats, names the refused eviction, not "the pods
+// were restarted and did not come back on it" (they were never evicted).
+func TestPodDisruptionBudgetBlockingForeverKeepsRootCause(t *testing.T) {
+	spec := quietSpec()
+	spec.ProgressDeadlineSeconds = ptr.To[int32](60)
+	w := newWorld(spec)
+	w.fleet(1, oldVersion)
+	w.defaultVersion = newVersion
+	w.evictionBlocked = func(*world, Action) bool { return true }
+	w.runUntil(t, 200, sluicev1.DataPlaneRolledBack, sluicev1.DataPlaneFailed)
+	msg := w.status.Waves[0].Message
+	if !strings.Contains(msg, "disruption budget") || strings.Contains(msg, "did not come back") {
+		t.Fatalf("wave 0 ended %s with message %q: want the refused eviction as the root cause", w.status.Waves[0].Phase, msg)
 	}
 }

@@ -74,13 +74,21 @@ func (k Kit) IsStale(ctx context.Context, obj client.Object) (bool, error) {
 	return live.GetResourceVersion() != obj.GetResourceVersion(), nil
 }
 
+// ShowsOwnWrite reports, without a request, whether the cached obj is the very version this
+// controller's last status patch produced. Then the cache is as current as a read around it
+// would have been when that patch returned: every write before ours, and ours, is in it; a write
+// by someone else since is the same race as one landing right after a read (and a status patch
+// decided before seeing it fails its optimistic lock). A caller may skip IsStale then. After a
+// restart, a lost memory or any other version, it reports false.
+func (k Kit) ShowsOwnWrite(obj client.Object) bool { return k.Writes.showsOwnWrite(obj) }
+
 // Begin starts a tick on obj as just read from the cache. It reports false, starting nothing,
 // when the cache still holds the very version this controller last patched the status of: the
 // cache has not seen that write yet, and deciding from it would repeat the last transition (and
 // fail its patch with a conflict). Return StaleResult then. The check costs no request; after a
 // restart the memory is empty and the optimistic lock still guards the write.
 func (k Kit) Begin(obj Object) (*Tick, bool) {
-	if k.Writes.cacheBehind(obj) {
+	if k.Writes.cacheBehind(obj, k.Now()) {
 		return nil, false
 	}
 	base, ok := obj.DeepCopyObject().(Object)
@@ -90,27 +98,53 @@ func (k Kit) Begin(obj Object) (*Tick, bool) {
 	return &Tick{kit: k, obj: obj, base: base}, true
 }
 
-// WriteLog remembers, per object, the resourceVersion its last status patch was based on. The
-// zero value is ready; it is safe for concurrent use.
+// WriteLog remembers, per object, its last status patch: the resourceVersion it was based on,
+// the one it produced, and when. The zero value is ready; it is safe for concurrent use.
 type WriteLog struct {
-	patchedFrom sync.Map // client.ObjectKey → resourceVersion
+	patchedFrom sync.Map // client.ObjectKey → ownWrite
 }
 
-func (w *WriteLog) cacheBehind(obj client.Object) bool {
+// ownWrite is one remembered status patch.
+type ownWrite struct {
+	basedOn, wroteAs string
+	at               time.Time
+}
+
+// OwnWriteMemory bounds how long Begin waits for the cache to show the controller's own last
+// status write: a write that never shows (lost after it was acknowledged) must not hold the
+// object forever.
+const OwnWriteMemory = 5 * time.Second
+
+func (w *WriteLog) cacheBehind(obj client.Object, now time.Time) bool {
 	key := client.ObjectKeyFromObject(obj)
-	rv, ok := w.patchedFrom.Load(key)
+	v, ok := w.patchedFrom.Load(key)
 	if !ok {
 		return false
 	}
-	if rv == obj.GetResourceVersion() {
+	ow := v.(ownWrite)
+	if ow.basedOn != obj.GetResourceVersion() {
+		return false
+	}
+	if now.Sub(ow.at) < OwnWriteMemory {
 		return true
 	}
-	w.patchedFrom.Delete(key)
+	w.patchedFrom.Delete(key) // the write never showed: stop waiting for it
 	return false
 }
 
-func (w *WriteLog) wrote(obj client.Object, basedOn string) {
-	w.patchedFrom.Store(client.ObjectKeyFromObject(obj), basedOn)
+// showsOwnWrite reports whether obj is exactly the version this controller's last status patch
+// of it produced: the cache holds every write up to and including our own.
+func (w *WriteLog) showsOwnWrite(obj client.Object) bool {
+	v, ok := w.patchedFrom.Load(client.ObjectKeyFromObject(obj))
+	if !ok {
+		return false
+	}
+	ow := v.(ownWrite)
+	return ow.wroteAs != "" && ow.wroteAs == obj.GetResourceVersion()
+}
+
+func (w *WriteLog) wrote(obj client.Object, basedOn string, at time.Time) {
+	w.patchedFrom.Store(client.ObjectKeyFromObject(obj), ownWrite{basedOn: basedOn, wroteAs: obj.GetResourceVersion(), at: at})
 }
 
 // Forget drops what the log holds for obj (a deleted object).

@@ -78,6 +78,31 @@ func (t *Tick) End(ctx context.Context, result ctrl.Result, err error) (ctrl.Res
 	return result, err
 }
 
+// Commit writes the status now, before the tick's other writes, and makes it the base of the
+// deferred patch of End (which then writes only what changed since). A planner uses it for
+// decisions whose status must land first — moving traffic back: if a later write is lost, the
+// next tick repairs it from the status. The outbox is still delivered by End. errors: those of
+// the patch (a conflict: nothing of the decision happened).
+func (t *Tick) Commit(ctx context.Context) error {
+	if equality.Semantic.DeepEqual(t.base.GetStatus(), t.obj.GetStatus()) {
+		return nil
+	}
+	if err := t.patchStatus(ctx); err != nil {
+		return err
+	}
+	if t.obj.GetResourceVersion() == t.base.GetResourceVersion() {
+		// A write that landed always comes back with a new resourceVersion: this one did not, so
+		// nothing after it may act as if it had.
+		return fmt.Errorf("status of %s not written: the patch came back without a new resourceVersion", client.ObjectKeyFromObject(t.obj))
+	}
+	base, ok := t.obj.DeepCopyObject().(Object)
+	if !ok {
+		return fmt.Errorf("reconcilekit: DeepCopyObject of %T is not an Object", t.obj)
+	}
+	t.base = base
+	return nil
+}
+
 func (t *Tick) patchStatus(ctx context.Context) error {
 	if equality.Semantic.DeepEqual(t.base.GetStatus(), t.obj.GetStatus()) {
 		return nil
@@ -91,7 +116,7 @@ func (t *Tick) patchStatus(ctx context.Context) error {
 		return client.IgnoreNotFound(fmt.Errorf("patching status of %s %s: %w",
 			strings.ToLower(kind), client.ObjectKeyFromObject(t.obj), err))
 	}
-	t.kit.Writes.wrote(t.obj, t.base.GetResourceVersion())
+	t.kit.Writes.wrote(t.obj, t.base.GetResourceVersion(), t.kit.Now())
 	return nil
 }
 

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"k8s.io/utils/ptr"
 	"regexp"
 	"strings"
 	"testing"
@@ -62,7 +63,8 @@ func TestStatus(t *testing.T) {
 	ns := env.Namespace(t)
 	cn := newCanary(t, ns, "podinfo", func(cn *sluicev1.Canary) {
 		cn.Annotations = map[string]string{AnnotationPromote: "true"}
-		cn.Spec.Analysis.Metrics = append(cn.Spec.Analysis.Metrics, sluicev1.CanaryMetric{Name: sluicev1.MetricRequestDuration})
+		cn.Spec.Analysis.Metrics = append(cn.Spec.Analysis.Metrics, sluicev1.CanaryMetric{Name: sluicev1.MetricRequestDuration,
+			ThresholdRange: &sluicev1.ThresholdRange{Max: ptr.To(500.0)}})
 	})
 	setStatus(t, cn, sluicev1.CanaryStatus{
 		Phase: sluicev1.CanaryPhaseProgressing, CanaryWeight: 20, FailedChecks: 2, Iterations: 4,
@@ -83,6 +85,35 @@ func TestStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "status.golden", strings.ReplaceAll(out, ns, "NAMESPACE"))
+}
+
+// TestStatusShowsPendingGateAndNextStep: a run waiting at a manual confirm-promotion gate shows
+// the gate and how to pass it, the time of the next step and the last check's window.
+func TestStatusShowsPendingGateAndNextStep(t *testing.T) {
+	testenv.Require(t, env)
+	ns := env.Namespace(t)
+	cn := newCanary(t, ns, "podinfo", func(cn *sluicev1.Canary) {
+		cn.Spec.Analysis.Webhooks = []sluicev1.CanaryWebhook{{Name: "release-manager", Type: sluicev1.WebhookConfirmPromotion, Manual: true}}
+	})
+	setStatus(t, cn, sluicev1.CanaryStatus{
+		Phase: sluicev1.CanaryPhaseWaitingPromotion, CanaryWeight: 50, Iterations: 5,
+		LastAppliedSpec: "5d8f7c9b4", LastPromotedSpec: "7c6b5a4f3",
+		LastTransitionTime: at(-2 * time.Minute), LastStepTime: at(-20 * time.Second),
+		LastCheck: &sluicev1.CheckStatus{Time: *at(-20 * time.Second), Outcome: sluicev1.CheckPassed, WindowStart: at(-80 * time.Second)},
+	})
+	out, err := run(t, ns, "status", "podinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`Next step: +\S+ \(in 40s\)`,
+		"Waiting at: +confirm-promotion gate: release-manager \\(manual: approve with `kubectl sluice promote`\\)",
+		`Last check: +Passed, window \S+ to \S+`,
+	} {
+		if !matchesLine(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
 }
 
 // matchesLine reports whether some line of s starts with the regular expression pattern (" +"

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"k8s.io/utils/ptr"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,7 +34,7 @@ func newCanary(t *testing.T, ns, name string, mutate func(*sluicev1.Canary)) *sl
 			Service:   sluicev1.CanaryService{Port: 9898},
 			Analysis: sluicev1.CanaryAnalysis{
 				Interval: "1m", Threshold: 5, MaxWeight: 50, StepWeight: 10,
-				Metrics: []sluicev1.CanaryMetric{{Name: sluicev1.MetricRequestSuccessRate}},
+				Metrics: []sluicev1.CanaryMetric{{Name: sluicev1.MetricRequestSuccessRate, ThresholdRange: &sluicev1.ThresholdRange{Min: ptr.To(99.0)}}},
 			},
 		},
 	}

@@ -226,7 +226,7 @@ current/desired", until it is UpToDate (exit 0), or RolledBack or Failed (exit 1
 			return SuspendDataPlane(ctx, c, o.Out, name, false)
 		})
 
-	root.AddCommand(get, status, watch, promote, approve, abort, retry, pause, resume)
+	root.AddCommand(get, status, watch, promote, approve, abort, retry, pause, resume, newConvertCommand(o))
 	return root
 }
 

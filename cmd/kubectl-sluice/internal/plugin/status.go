@@ -57,6 +57,22 @@ func PrintStatus(w io.Writer, cn *sluicev1.Canary, now time.Time) error {
 	if next, ok := nextStep(cn); ok && !cn.Spec.Suspend {
 		field("Next step", "%s", when(next, now))
 	}
+	if gate := pendingGate(cn); gate != "" {
+		field("Waiting at", "%s", gate)
+	}
+	if lc := st.LastCheck; lc != nil {
+		text := string(lc.Outcome)
+		if lc.WindowStart != nil {
+			text += fmt.Sprintf(", window %s to %s", lc.WindowStart.UTC().Format(time.RFC3339), lc.Time.UTC().Format(time.RFC3339))
+		}
+		if lc.AdvancedWithoutData {
+			text += ", advanced without data (analysis.advanceWithoutData)"
+		}
+		if st.ConsecutiveErrors > 0 {
+			text += fmt.Sprintf(", %d consecutive errors", st.ConsecutiveErrors)
+		}
+		field("Last check", "%s", text)
+	}
 	if st.LastAppliedSpec != "" || st.LastPromotedSpec != "" {
 		field("Revision", "%s (primary %s)", orDash(st.LastAppliedSpec), orDash(st.LastPromotedSpec))
 	}
@@ -134,4 +150,53 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// pendingGate names the gate the run waits at, with its webhooks and why they hold it: the
+// confirm-rollout gate while Waiting, confirm-promotion while WaitingPromotion, and
+// confirm-traffic-increase while a run is held at it. Empty when no gate holds the run.
+func pendingGate(cn *sluicev1.Canary) string {
+	st := cn.Status
+	var t sluicev1.WebhookType
+	switch st.Phase {
+	case sluicev1.CanaryPhaseWaiting:
+		t = sluicev1.WebhookConfirmRollout
+	case sluicev1.CanaryPhaseWaitingPromotion:
+		t = sluicev1.WebhookConfirmPromotion
+	case sluicev1.CanaryPhaseProgressing:
+		t = sluicev1.WebhookConfirmTrafficIncrease
+	default:
+		return ""
+	}
+	var held []string
+	for _, h := range cn.Spec.Analysis.Webhooks {
+		if h.Type != t {
+			continue
+		}
+		if h.Manual {
+			held = append(held, h.Name+" (manual: approve with `kubectl sluice promote`)")
+			continue
+		}
+		for _, a := range st.Webhooks {
+			if a.Name == h.Name && !a.Passed {
+				held = append(held, fmt.Sprintf("%s (refused: %s)", h.Name, a.Message))
+			}
+		}
+		if st.Phase != sluicev1.CanaryPhaseProgressing && !answered(st, h.Name) {
+			held = append(held, h.Name+" (asking)")
+		}
+	}
+	if len(held) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s gate: %s", t, strings.Join(held, ", "))
+}
+
+func answered(st sluicev1.CanaryStatus, name string) bool {
+	for _, a := range st.Webhooks {
+		if a.Name == name {
+			return true
+		}
+	}
+	return false
 }

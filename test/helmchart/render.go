@@ -1,7 +1,7 @@
-// Package chart renders the Sluice Helm chart (this folder) with Helm's Go library, the way
+// Package helmchart renders the Sluice Helm chart (charts/sluice) with Helm's Go library, the way
 // `helm template` does, for tests that need what the chart installs: server-side dry runs on the
 // envtest apiserver, or the manager running with only the chart's RBAC.
-package chart
+package helmchart
 
 import (
 	"bufio"
@@ -23,10 +23,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Dir is the chart's folder.
+// Dir is the chart's folder, charts/sluice.
 func Dir() string {
 	_, file, _, _ := goruntime.Caller(0)
-	return filepath.Dir(file)
+	return filepath.Join(filepath.Dir(file), "..", "..", "charts", "sluice")
 }
 
 // Release names a release of the chart and its values.
@@ -87,7 +87,7 @@ func Render(r Release) (*Rendered, error) {
 		case strings.HasPrefix(base, "_") || !(strings.HasSuffix(base, ".yaml") || strings.HasSuffix(base, ".yml")):
 			continue
 		}
-		objs, err := decode(files[name])
+		objs, err := Decode(files[name])
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -124,7 +124,8 @@ func (r *Rendered) OfKind(kind string) []*unstructured.Unstructured {
 	return out
 }
 
-func decode(manifest string) ([]*unstructured.Unstructured, error) {
+// Decode splits a multi-document manifest into objects, skipping empty documents.
+func Decode(manifest string) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	docs := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(manifest)))
 	for {

@@ -1,0 +1,196 @@
+package convert
+
+import (
+	"k8s.io/utils/ptr"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+)
+
+// maxWebhookRetries is the most retries a Sluice webhook allows.
+const maxWebhookRetries = 10
+
+// convertAnalysis converts spec.analysis.
+func convertAnalysis(in *fAnalysis, c *sluicev1.Canary, r *ObjectReport) {
+	out := &c.Spec.Analysis
+	kube := c.Spec.Provider == sluicev1.ProviderKubernetes
+	out.Interval = takeString(&in.Interval)
+	out.Threshold, _ = takeInt(r, "spec.analysis.threshold", &in.Threshold)
+	out.Iterations, _ = takeInt(r, "spec.analysis.iterations", &in.Iterations)
+	if len(in.Match) > 0 {
+		if kube {
+			r.drop("spec.analysis.match", "provider kubernetes cannot route by request: the run is blue/green (Flagger ignores the match there too)")
+		} else {
+			out.Match = convertMatches(in.Match, "spec.analysis.match", r)
+		}
+	}
+	in.Match = nil
+	blueGreen := out.Iterations > 0 && len(out.Match) == 0
+
+	weights := []struct {
+		field string
+		p     **float64
+		dst   *int32
+	}{
+		{"spec.analysis.maxWeight", &in.MaxWeight, &out.MaxWeight},
+		{"spec.analysis.stepWeight", &in.StepWeight, &out.StepWeight},
+		{"spec.analysis.stepWeightPromotion", &in.StepWeightPromotion, &out.StepWeightPromotion},
+	}
+	for _, w := range weights {
+		v, ok := takeInt(r, w.field, w.p)
+		switch {
+		case !ok:
+		case blueGreen:
+			r.drop(w.field, "a blue/green run (iterations without match) switches all traffic at once (Flagger ignores it there too)")
+		default:
+			*w.dst = v
+		}
+	}
+	for i, w := range in.StepWeights {
+		if blueGreen {
+			r.drop("spec.analysis.stepWeights", "a blue/green run (iterations without match) switches all traffic at once")
+			break
+		}
+		v := &w
+		n, _ := takeInt(r, fieldf("spec.analysis.stepWeights[%d]", i), &v)
+		out.StepWeights = append(out.StepWeights, n)
+	}
+	in.StepWeights = nil
+	if v, ok := takeInt(r, "spec.analysis.primaryReadyThreshold", &in.PrimaryReadyThreshold); ok {
+		out.PrimaryReadyThreshold = ptr.To(v)
+	}
+	if v, ok := takeInt(r, "spec.analysis.canaryReadyThreshold", &in.CanaryReadyThreshold); ok {
+		out.CanaryReadyThreshold = ptr.To(v)
+	}
+	convertMirror(in, out, kube, blueGreen, r)
+	convertSessionAffinity(in, out, r)
+	for i := range in.Metrics {
+		if m, ok := convertMetric(&in.Metrics[i], fieldf("spec.analysis.metrics[%d]", i), r); ok {
+			out.Metrics = append(out.Metrics, m)
+		}
+	}
+	in.Metrics = nil
+	for i := range in.Webhooks {
+		out.Webhooks = append(out.Webhooks, convertWebhook(&in.Webhooks[i], fieldf("spec.analysis.webhooks[%d]", i), r))
+	}
+	for i := range in.Webhooks {
+		residue(r, fieldf("spec.analysis.webhooks[%d]", i), &in.Webhooks[i])
+	}
+	in.Webhooks = nil
+	for i := range in.Alerts {
+		a := &in.Alerts[i]
+		alert := sluicev1.CanaryAlert{Name: takeString(&a.Name), Severity: sluicev1.AlertSeverity(takeString(&a.Severity))}
+		if alert.Severity == "" {
+			alert.Severity = sluicev1.SeverityInfo
+		}
+		if a.ProviderRef != nil {
+			alert.ProviderRef = sluicev1.CrossNamespaceObjectReference{Name: takeString(&a.ProviderRef.Name), Namespace: takeString(&a.ProviderRef.Namespace)}
+		}
+		residue(r, fieldf("spec.analysis.alerts[%d]", i), a)
+		out.Alerts = append(out.Alerts, alert)
+	}
+	in.Alerts = nil
+	residue(r, "spec.analysis", in)
+}
+
+func convertMirror(in *fAnalysis, out *sluicev1.CanaryAnalysis, kube, blueGreen bool, r *ObjectReport) {
+	mirror := takeBool(&in.Mirror)
+	weight, hasWeight := takeInt(r, "spec.analysis.mirrorWeight", &in.MirrorWeight)
+	switch {
+	case !mirror:
+		if hasWeight {
+			r.drop("spec.analysis.mirrorWeight", "mirror is not on (Flagger ignores it too)")
+		}
+	case kube:
+		r.drop("spec.analysis.mirror", "provider kubernetes cannot mirror requests (Flagger ignores it there too)")
+	case !blueGreen:
+		r.drop("spec.analysis.mirror", "Sluice mirrors during blue/green runs only (iterations without match)")
+	default:
+		out.Mirror = true
+		if hasWeight {
+			out.MirrorWeight = weight
+		}
+	}
+}
+
+func convertSessionAffinity(in *fAnalysis, out *sluicev1.CanaryAnalysis, r *ObjectReport) {
+	sa := in.SessionAffinity
+	if sa == nil {
+		return
+	}
+	in.SessionAffinity = nil
+	if out.Iterations > 0 {
+		r.drop("spec.analysis.sessionAffinity", "applies to weighted runs only; this is an A/B or blue/green run (Flagger ignores it there too)")
+		return
+	}
+	out.SessionAffinity = &sluicev1.SessionAffinity{CookieName: takeString(&sa.CookieName)}
+	out.SessionAffinity.MaxAge, _ = takeInt(r, "spec.analysis.sessionAffinity.maxAge", &sa.MaxAge)
+	if sa.PrimaryCookieName != nil {
+		r.drop("spec.analysis.sessionAffinity.primaryCookieName", "Sluice keeps only canary users sticky; users on the primary follow the weights")
+		sa.PrimaryCookieName = nil
+	}
+	residue(r, "spec.analysis.sessionAffinity", sa) // cookie attributes: domain, path, secure, ...
+}
+
+// convertMetric converts one metric; Flagger's deprecated threshold becomes a thresholdRange
+// bound, as Flagger reads it (a minimum for request-success-rate, a maximum otherwise).
+func convertMetric(in *fMetric, field string, r *ObjectReport) (sluicev1.CanaryMetric, bool) {
+	m := sluicev1.CanaryMetric{Name: takeString(&in.Name), Interval: takeString(&in.Interval), Query: takeString(&in.Query)}
+	if tr := in.ThresholdRange; tr != nil {
+		m.ThresholdRange = &sluicev1.ThresholdRange{Min: tr.Min, Max: tr.Max}
+		in.ThresholdRange = nil
+	}
+	if in.Threshold != nil {
+		v := *in.Threshold
+		in.Threshold = nil
+		switch {
+		case m.ThresholdRange != nil:
+			r.drop(field+".threshold", "thresholdRange is set too; Flagger reads thresholdRange")
+		case m.Name == sluicev1.MetricRequestSuccessRate:
+			m.ThresholdRange = &sluicev1.ThresholdRange{Min: ptr.To(v)}
+			r.change(field+".threshold", "deprecated: written as thresholdRange.min %v", v)
+		default:
+			m.ThresholdRange = &sluicev1.ThresholdRange{Max: ptr.To(v)}
+			r.change(field+".threshold", "deprecated: written as thresholdRange.max %v", v)
+		}
+	}
+	if ref := in.TemplateRef; ref != nil {
+		m.TemplateRef = &sluicev1.CrossNamespaceObjectReference{Name: takeString(&ref.Name), Namespace: takeString(&ref.Namespace)}
+		residue(r, field+".templateRef", ref)
+		in.TemplateRef = nil
+	}
+	m.TemplateVariables, in.TemplateVariables = in.TemplateVariables, nil
+	if m.Query != "" && m.TemplateRef != nil {
+		r.drop(field+".query", "templateRef is set too; Flagger reads the template")
+		m.Query = ""
+	}
+	if m.Query != "" {
+		r.change(field+".query", "run as written against the Canary's metrics server, as Flagger does; a MetricTemplate is rendered per Canary")
+	}
+	residue(r, field, in)
+	if m.TemplateRef == nil && m.Query == "" && m.Name != sluicev1.MetricRequestSuccessRate && m.Name != sluicev1.MetricRequestDuration {
+		r.drop(field, "%q is neither a built-in metric nor backed by templateRef or query", m.Name)
+		return m, false
+	}
+	return m, true
+}
+
+func convertWebhook(in *fWebhook, field string, r *ObjectReport) sluicev1.CanaryWebhook {
+	w := sluicev1.CanaryWebhook{
+		Name: takeString(&in.Name), Type: sluicev1.WebhookType(takeString(&in.Type)), URL: takeString(&in.URL),
+		Timeout: takeString(&in.Timeout), MuteAlert: takeBool(&in.MuteAlert),
+	}
+	if w.Type == "" {
+		w.Type = sluicev1.WebhookRollout
+	}
+	w.Retries, _ = takeInt(r, field+".retries", &in.Retries)
+	if w.Retries > maxWebhookRetries {
+		r.change(field+".retries", "%d → %d, the most Sluice allows per check", w.Retries, maxWebhookRetries)
+		w.Retries = maxWebhookRetries
+	}
+	w.Metadata, in.Metadata = in.Metadata, nil
+	if in.DisableTLS != nil && *in.DisableTLS {
+		r.drop(field+".disableTLS", "Sluice always verifies the webhook's TLS certificate: use http:// inside the cluster or a trusted certificate")
+	}
+	in.DisableTLS = nil
+	return w
+}

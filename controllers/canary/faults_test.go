@@ -1,0 +1,187 @@
+package canary
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/providers"
+	"sluice.dev/sluice/providers/gatewayapi"
+	"sluice.dev/sluice/providers/istio"
+	"sluice.dev/sluice/test/faults"
+	"sluice.dev/sluice/webhooks"
+)
+
+// hookCounter is a pre-rollout webhook that counts its calls per revision.
+type hookCounter struct {
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (h *hookCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var p webhooks.Payload
+	_ = json.NewDecoder(r.Body).Decode(&p)
+	h.mu.Lock()
+	h.calls[p.Checksum]++
+	h.mu.Unlock()
+	w.WriteHeader(http.StatusOK)
+}
+
+// faultRun is the outcome of one golden run under a fault.
+type faultRun struct {
+	final      string  // the part of the final state every run must agree on
+	analyses   int     // analyses run
+	hookCalls  int     // pre-rollout webhook calls (max per revision)
+	routeTrail []int32 // canary weights the route took, in order
+	hit        []faults.Fault
+	counts     map[faults.Kind]int
+	log        []string
+}
+
+// runGolden runs a golden rollout (bad=false) or rollback (bad=true) with fault armed after
+// initialization; a crash restarts the controller with an empty memory (a new Reconciler and
+// webhook runner).
+func runGolden(t *testing.T, bad bool, fault *faults.Fault) faultRun {
+	t.Helper()
+	h := newHarness(t)
+	hooks := &hookCounter{calls: map[string]int{}}
+	srv := httptest.NewServer(hooks)
+	defer srv.Close()
+	if bad {
+		h.analyzer.fail = func(w int32) bool { return w >= 20 }
+	}
+	h.app(2, "6.0.0")
+	c := h.canaryFor()
+	c.Spec.Analysis.Webhooks = []sluicev1.CanaryWebhook{{Name: "load-test", Type: sluicev1.WebhookPreRollout, URL: srv.URL}}
+	h.create(c)
+	runner := webhooks.NewRunner(webhooks.Options{})
+	defer runner.Close()
+	h.r.Gates = runner
+	h.runUntil(sluicev1.CanaryPhaseInitialized, 10)
+
+	var fc *faults.Client
+	restart := func() {
+		var fs []faults.Fault
+		if fault != nil && fc == nil {
+			fs = append(fs, *fault)
+		}
+		if fc == nil {
+			fc = faults.Wrap(env.Client, fs...)
+		}
+		fc.Restart()
+		runner.Close()
+		runner = webhooks.NewRunner(webhooks.Options{})
+		h.r = &Reconciler{Client: fc, Scheme: env.Scheme, Recorder: h.events, Clock: h.clock, Analyzer: h.analyzer, Gates: runner,
+			Routers: map[sluicev1.Provider]providers.Router{
+				sluicev1.ProviderGatewayAPI: gatewayapi.New(fc),
+				sluicev1.ProviderIstio:      istio.New(fc),
+			}}
+	}
+	restart()
+	h.setImage("6.0.1")
+	var trail []int32
+	want := sluicev1.CanaryPhaseSucceeded
+	if bad {
+		want = sluicev1.CanaryPhaseFailed
+	}
+	settle := 0
+	for i := 0; i < 150 && settle < 4; i++ {
+		res, err := h.r.Reconcile(h.ctx, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: h.ns, Name: h.name}})
+		if fc.Crashed() {
+			restart()
+		}
+		markDeploymentsRolledOut(t, env.Client, h.ns)
+		h.record()
+		if w := h.routeWeights(); w.Canary >= 0 && (len(trail) == 0 || trail[len(trail)-1] != w.Canary) {
+			trail = append(trail, w.Canary)
+		}
+		if h.last.Phase == want {
+			settle++
+		}
+		wait := res.RequeueAfter
+		if err != nil || wait <= 0 {
+			wait = time.Second
+		}
+		// Webhook calls run in the background on the real clock.
+		time.Sleep(20 * time.Millisecond)
+		h.clock.Step(wait)
+	}
+	c = h.canary()
+	s := c.Status
+	w := h.routeWeights()
+	final := fmt.Sprintf("phase=%s weight=%d failed=%d iterations=%d promoted-is-applied=%v route=%d/%d canary-replicas=%d primary-image=%s",
+		s.Phase, s.CanaryWeight, s.FailedChecks, s.Iterations, s.LastPromotedSpec == s.LastAppliedSpec, w.Primary, w.Canary,
+		*h.deployment("podinfo").Spec.Replicas, h.deployment("podinfo-primary").Spec.Template.Spec.Containers[0].Image)
+	run := faultRun{final: final, analyses: h.analyzer.Calls(), routeTrail: trail, log: h.log}
+	for _, n := range hooks.calls {
+		run.hookCalls = max(run.hookCalls, n)
+	}
+	run.hit, run.counts = fc.Hit(), fc.Counts()
+	return run
+}
+
+// TestFaultInjectionOverEveryWrite runs a golden rollout and a golden rollback once without faults,
+// counting the writes of each kind, then once for every write of every kind, failing it, dropping
+// it, and crashing right after it. Every run ends in the fault-free final state, runs no more
+// analyses than the fault-free run, calls the pre-rollout webhook once, and never moves traffic
+// backwards then forwards.
+func TestFaultInjectionOverEveryWrite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: one envtest run per write")
+	}
+	for _, tc := range []struct {
+		name string
+		bad  bool
+	}{{"rollout", false}, {"rollback", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			clean := runGolden(t, tc.bad, nil)
+			counts := clean.counts
+			t.Logf("fault-free: %s; writes %v", clean.final, counts)
+			runs := 0
+			for _, kind := range faults.Kinds {
+				for n := 1; n <= counts[kind]; n++ {
+					for _, mode := range []faults.Mode{faults.Fail, faults.Drop, faults.Crash} {
+						f := faults.Fault{Kind: kind, N: n, Mode: mode}
+						got := runGolden(t, tc.bad, &f)
+						runs++
+						if len(got.hit) == 0 {
+							continue // the run took another path with fewer writes of this kind
+						}
+						where := fmt.Sprintf("%s: %v\n%s", f, got.routeTrail, strings.Join(got.log, "\n"))
+						if got.final != clean.final {
+							t.Errorf("%s: final state\n got %s\nwant %s", where, got.final, clean.final)
+						}
+						if got.analyses > clean.analyses {
+							t.Errorf("%s: %d analyses, fault-free %d", where, got.analyses, clean.analyses)
+						}
+						if got.hookCalls != 1 {
+							t.Errorf("%s: pre-rollout webhook called %d times", where, got.hookCalls)
+						}
+						if backAndForth(got.routeTrail) {
+							t.Errorf("%s: traffic moved backwards then forwards", where)
+						}
+					}
+				}
+			}
+			t.Logf("%d faulted runs", runs)
+		})
+	}
+}
+
+func backAndForth(trail []int32) bool {
+	for i := 2; i < len(trail); i++ {
+		if trail[i-1] < trail[i-2] && trail[i] > trail[i-1] {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,163 @@
+package canary
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"sluice.dev/sluice/analysis"
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/canary/plan"
+	"sluice.dev/sluice/controllers/internal/reconcilekit"
+	"sluice.dev/sluice/providers"
+)
+
+// observation is what one tick saw: the objects it acts on and the planner's input.
+type observation struct {
+	target, primary *appsv1.Deployment // target is nil when it is gone during a run
+	refs            []configRef
+	o               plan.Observed
+	// analysisBroken: the analysis cannot run as specified (the stall says why).
+	analysisBroken bool
+}
+
+// stallOf returns the stalled error in err as a planner stall, or nil.
+func stallOf(err error) *plan.Hold {
+	if st, ok := reconcilekit.AsStalled(err); ok {
+		return &plan.Hold{Reason: st.Reason, Message: st.Err.Error()}
+	}
+	return nil
+}
+
+// observe reads the target, its revision, the primary, the Services and the route. A problem only
+// a change to the spec or the cluster fixes stops the tick before a run starts; during a run it
+// becomes the planner's Stall, so the run keeps its checks and ends at the progress deadline
+// instead of leaving traffic on the canary unbounded.
+func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, router providers.Router) (*observation, error) {
+	s := canary.Status
+	inFlight := runningPhases[s.Phase]
+	obs := &observation{}
+	var stall *plan.Hold
+	soft := func(err error) error {
+		if st := stallOf(err); st != nil && inFlight {
+			if stall == nil {
+				stall = st
+			}
+			return nil
+		}
+		return err
+	}
+	if err := analysis.ValidateIntervals(canary, r.scrapeInterval()); err != nil {
+		obs.analysisBroken = true
+		if err := soft(reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)); err != nil {
+			return nil, err
+		}
+	}
+	target, err := r.target(ctx, canary)
+	if err := soft(err); err != nil {
+		return nil, err
+	}
+	revision, tracked := s.LastAppliedSpec, s.TrackedConfigs
+	if target != nil {
+		obs.refs = configRefs(&target.Spec.Template.Spec)
+		t, err := r.trackedConfigs(ctx, canary.Namespace, obs.refs)
+		if err := soft(err); err != nil {
+			return nil, err
+		}
+		if t != nil {
+			tracked, revision = t, revisionOf(&target.Spec.Template, t)
+		}
+	}
+	if target != nil {
+		// Before any write for a Canary without a primary yet: a name Sluice would create that
+		// it did not create stalls here, so the apex Service is never taken over for nothing.
+		if err := r.checkNameClashes(ctx, canary, target, obs.refs); err != nil {
+			return nil, err
+		}
+	}
+	primary, created, err := r.primary(ctx, tick, canary, target, obs.refs, revision)
+	if err != nil {
+		return nil, err
+	}
+	if err := soft(r.ensureAutoscalers(ctx, canary, primary)); err != nil {
+		return nil, err
+	}
+	primaryReady := workloadOf(primary, "").IsReady(plan.PrimaryReadyThreshold(canary.Spec))
+	if target != nil {
+		if err := r.ensureServices(ctx, tick, canary, target, primaryReady); err != nil {
+			return nil, err
+		}
+	}
+	// Nothing moves to the primary before it serves: the route (generated, or the user's routeRef)
+	// is reconciled once the primary is ready.
+	if primaryReady || (s.Phase != "" && s.Phase != sluicev1.CanaryPhaseInitializing) {
+		if err := router.Reconcile(ctx, canary); err != nil {
+			reason, permanent := providers.IsPermanent(err)
+			if !permanent {
+				return nil, fmt.Errorf("reconciling routes: %w", err)
+			}
+			if err := soft(reconcilekit.Stalled(reason, "%w", err)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	metricsWait, err := r.metricsReady(ctx, canary)
+	if err != nil {
+		return nil, err
+	}
+	obs.target, obs.primary = target, primary
+	o := plan.Observed{
+		Now: tick.Now(), Spec: canary.Spec, Status: canary.Status, Revision: revision, TrackedConfigs: tracked,
+		Primary:        workloadOf(primary, primary.Annotations[AnnotationRevision]),
+		PrimaryCreated: created, MetricsWait: metricsWait,
+		Requests: map[string]string{
+			sluicev1.AnnotationPromote: canary.Annotations[sluicev1.AnnotationPromote],
+			sluicev1.AnnotationAbort:   canary.Annotations[sluicev1.AnnotationAbort],
+			sluicev1.AnnotationRetry:   canary.Annotations[sluicev1.AnnotationRetry],
+		},
+	}
+	if target != nil {
+		o.Canary = workloadOf(target, revision)
+	}
+	if w, err := router.GetRoutes(ctx, canary); err == nil {
+		o.RouteWeight, o.RouteKnown = w.Canary, true
+		if on, err := router.GetABRoutes(ctx, canary); err == nil {
+			o.RouteABOn, o.RouteABKnown = on, true
+		}
+		observeExtras(ctx, router, canary, &o)
+	} else if s.Phase != "" && s.Phase != sluicev1.CanaryPhaseInitializing {
+		log.FromContext(ctx).Info("Reading route weights failed", "error", err.Error())
+	}
+	hold, windowStall, err := r.hold(ctx, canary, o)
+	if err != nil {
+		return nil, err
+	}
+	if stall == nil {
+		stall = windowStall
+	}
+	o.Hold, o.Stall = hold, stall
+	obs.o = o
+	return obs, nil
+}
+
+// primary returns the primary Deployment: ensured from the target, or read as it is when the
+// target is gone.
+func (r *Reconciler) primary(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, target *appsv1.Deployment,
+	refs []configRef, revision string) (*appsv1.Deployment, bool, error) {
+	if target != nil {
+		return r.ensurePrimary(ctx, tick, canary, target, refs, revision)
+	}
+	primary := &appsv1.Deployment{}
+	key := client.ObjectKey{Namespace: canary.Namespace, Name: primaryName(canary.Spec.TargetRef.Name)}
+	if err := r.Get(ctx, key, primary); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, false, reconcilekit.Stalled(sluicev1.ReasonPrimaryMissing, "primary deployment %s and target %s are both missing", key.Name, canary.Spec.TargetRef.Name)
+		}
+		return nil, false, fmt.Errorf("reading primary deployment: %w", err)
+	}
+	return primary, false, nil
+}

@@ -1,0 +1,110 @@
+package plan
+
+import (
+	"fmt"
+	"time"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+)
+
+// startPromotion begins copying the canary's template and configs to the primary.
+func startPromotion(o Observed, d *Decision) {
+	d.setPhase(sluicev1.CanaryPhasePromoting, o.Now)
+	d.Status.LastProgressTime = stamp(o.Now)
+	d.do(ActionPromotePrimary)
+	d.RequeueAfter = PollInterval
+	d.normal(EventPromoting, fmt.Sprintf("Copying revision %s to the primary", d.Status.LastAppliedSpec))
+}
+
+// promote waits for the promoted primary, then shifts traffic back to it (an A/B run's routing
+// goes off with the move to Finalising; see syncABRoutes). With stepWeightPromotion the canary
+// keeps a share for a few intervals: checks keep running on it, and the threshold and the
+// deadline apply (a rollback then restores the primary).
+func promote(o Observed, d *Decision) {
+	promoted := o.Primary.Revision == o.Status.LastAppliedSpec
+	if !promoted && o.Revision != o.Status.LastAppliedSpec && o.Revision == o.Status.LastPromotedSpec {
+		cancelRun(o, d)
+		return
+	}
+	if !promoted && o.Revision != o.Status.LastAppliedSpec {
+		// The target changed before its predecessor reached the primary: never promote an
+		// unanalysed revision; start over with the new one.
+		d.warning(EventRestarted, fmt.Sprintf("New revision %s before promotion of %s; restarting from weight 0", o.Revision, o.Status.LastAppliedSpec))
+		startRun(o, d)
+		return
+	}
+	if o.Status.FailedChecks >= Threshold(o.Spec) || o.Status.ConsecutiveErrors >= ConsecutiveErrorLimit(o.Spec) {
+		rolledBack(o, d)
+		return
+	}
+	if deadlinePassed(o) {
+		d.warning(EventDeadline, fmt.Sprintf("Primary not promoted within %s (progressDeadlineSeconds)", ProgressDeadline(o.Spec)))
+		rollback(o, d, "progress deadline exceeded during promotion")
+		return
+	}
+	if !promoted {
+		d.do(ActionPromotePrimary)
+		d.RequeueAfter = PollInterval
+		return
+	}
+	if !o.Primary.IsReady(PrimaryReadyThreshold(o.Spec)) {
+		d.RequeueAfter = PollInterval
+		return
+	}
+	if promotionChecks(o) {
+		if due := o.Status.LastStepTime.Add(Interval(o.Spec)); o.Now.Before(due) {
+			d.RequeueAfter = due.Sub(o.Now)
+			return
+		}
+		if !o.Canary.IsReady(CanaryReadyThreshold(o.Spec)) {
+			// Nothing to judge on a canary without ready pods: all traffic to the promoted primary.
+			d.warning(EventCanaryUnready, "Canary lost its ready pods during the promotion: all traffic to the promoted primary")
+		} else if !checkPassed(o, d) {
+			return
+		}
+	}
+	w := PromotionWeight(o.Spec.Analysis, o.Status.CanaryWeight)
+	canaryReady := o.Canary.IsReady(CanaryReadyThreshold(o.Spec))
+	if !canaryReady {
+		w = 0 // no weight to a canary that cannot serve it: the (ready) primary takes it now
+	}
+	if w == 0 && o.Status.CanaryWeight > 0 && canaryReady && !primaryCanTakeOver(o, d) {
+		return
+	}
+	d.setWeight(w)
+	d.Status.LastStepTime = stepStamp(o)
+	d.Status.LastProgressTime = stamp(o.Now)
+	if w > 0 {
+		d.normal(EventAdvanced, fmt.Sprintf("Promotion: canary weight down to %d", w))
+		d.RequeueAfter = Interval(o.Spec)
+		return
+	}
+	d.setPhase(sluicev1.CanaryPhaseFinalising, o.Now)
+	d.RequeueAfter = time.Millisecond
+	d.normal(EventFinalising, "All traffic on the promoted primary; scaling the canary down")
+}
+
+// promotionChecks reports whether a promotion steps its weight back to the primary over several
+// intervals (stepWeightPromotion) and has stepped at least once: then every further step needs a
+// check of the canary's share.
+func promotionChecks(o Observed) bool {
+	return o.Spec.Analysis.StepWeightPromotion > 0 && !IsAB(o.Spec) && o.Status.LastStepTime != nil &&
+		o.Status.CanaryWeight > 0 && !o.Spec.SkipAnalysis
+}
+
+// promotionAnalysisDue is AnalysisDue for the Promoting phase.
+func promotionAnalysisDue(o Observed) bool {
+	if o.Primary.Revision != o.Status.LastAppliedSpec || !o.Primary.IsReady(PrimaryReadyThreshold(o.Spec)) ||
+		!o.Canary.IsReady(CanaryReadyThreshold(o.Spec)) || !promotionChecks(o) || deadlinePassed(o) {
+		return false
+	}
+	return !o.Now.Before(o.Status.LastStepTime.Add(Interval(o.Spec)))
+}
+
+// finalise scales the canary down and records the promotion.
+func finalise(o Observed, d *Decision) {
+	d.do(ActionScaleCanaryDown)
+	d.Status.LastPromotedSpec = o.Status.LastAppliedSpec
+	d.setPhase(sluicev1.CanaryPhaseSucceeded, o.Now)
+	d.normal(EventSucceeded, fmt.Sprintf("Promotion of %s completed", o.Status.LastAppliedSpec))
+}

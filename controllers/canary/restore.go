@@ -1,0 +1,67 @@
+package canary
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/internal/reconcilekit"
+)
+
+// Annotations on the primary Deployment that keep its last promoted pod template while a newer
+// revision is being promoted, so a rollback can put it back.
+const (
+	// AnnotationRestoreRevision names the revision AnnotationRestoreTemplate holds.
+	AnnotationRestoreRevision = "sluice.dev/restore-revision"
+	// AnnotationRestoreTemplate holds the pod template (JSON) the primary ran before the
+	// promotion in flight.
+	AnnotationRestoreTemplate = "sluice.dev/restore-template"
+)
+
+// rememberRestorePoint keeps the primary's current template as its restore point before it is
+// promoted to revision; a retried promotion (the primary already at revision) keeps the first.
+func rememberRestorePoint(primary *appsv1.Deployment, revision string) error {
+	current := primary.Annotations[AnnotationRevision]
+	if current == "" || current == revision {
+		return nil
+	}
+	data, err := json.Marshal(primary.Spec.Template)
+	if err != nil {
+		return fmt.Errorf("remembering the template of %s: %w", primary.Name, err)
+	}
+	primary.Annotations[AnnotationRestoreRevision] = current
+	primary.Annotations[AnnotationRestoreTemplate] = string(data)
+	return nil
+}
+
+// restorePrimary puts the primary back on revision want from its restore point: a rollback after
+// the primary had been promoted. The -primary ConfigMap and Secret copies keep the data of the
+// promotion (only the pod template is restored). errors: stalled when no restore point holds want.
+func (r *Reconciler) restorePrimary(ctx context.Context, primary *appsv1.Deployment, want string) error {
+	if primary.Annotations[AnnotationRevision] == want {
+		return nil
+	}
+	if primary.Annotations[AnnotationRestoreRevision] != want {
+		return reconcilekit.Stalled(sluicev1.ReasonPrimaryMissing,
+			"primary %s runs revision %s and has no restore point for the promoted revision %s: set the target back to it",
+			primary.Name, primary.Annotations[AnnotationRevision], want)
+	}
+	var tpl corev1.PodTemplateSpec
+	if err := json.Unmarshal([]byte(primary.Annotations[AnnotationRestoreTemplate]), &tpl); err != nil {
+		return fmt.Errorf("reading the restore point of %s: %w", primary.Name, err)
+	}
+	patch := client.MergeFrom(primary.DeepCopy())
+	primary.Spec.Template = tpl
+	primary.Annotations[AnnotationRevision] = want
+	delete(primary.Annotations, AnnotationRestoreRevision)
+	delete(primary.Annotations, AnnotationRestoreTemplate)
+	if err := r.Patch(ctx, primary, patch); err != nil {
+		return fmt.Errorf("restoring primary %s to %s: %w", primary.Name, want, err)
+	}
+	return nil
+}

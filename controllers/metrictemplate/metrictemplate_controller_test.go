@@ -1,0 +1,83 @@
+package metrictemplate
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/test/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
+
+// TestQueryCheckedWhenApplied runs the controller in a manager against a real apiserver: a
+// template whose query Prometheus's parser rejects is reported on the template within seconds of
+// being applied, and fixing it turns the condition True.
+func TestQueryCheckedWhenApplied(t *testing.T) {
+	testenv.Require(t, env)
+	ns := env.Namespace(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	mt := &sluicev1.MetricTemplate{ObjectMeta: metav1.ObjectMeta{Name: "errors", Namespace: ns},
+		Spec: sluicev1.MetricTemplateSpec{Query: `sum(rate(http_requests_total{namespace="{{ .namespace }}",status=~"5.."}[{{ .interval }}])`}}
+	if err := env.Client.Create(ctx, mt); err != nil {
+		t.Fatal(err)
+	}
+	cond := waitReady(t, mt, metav1.ConditionFalse)
+	if cond.Reason != sluicev1.ReasonInvalidQuery || !strings.Contains(cond.Message, "unclosed left parenthesis") {
+		t.Fatalf("condition %+v; want InvalidQuery with the parser's message", cond)
+	}
+
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(mt), mt); err != nil {
+		t.Fatal(err)
+	}
+	mt.Spec.Query += ")"
+	if err := env.Client.Update(ctx, mt); err != nil {
+		t.Fatal(err)
+	}
+	if cond := waitReady(t, mt, metav1.ConditionTrue); cond.Reason != sluicev1.ReasonValidQuery || cond.ObservedGeneration != 2 {
+		t.Fatalf("condition %+v after the fix", cond)
+	}
+}
+
+func waitReady(t *testing.T, mt *sluicev1.MetricTemplate, want metav1.ConditionStatus) *metav1.Condition {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := &sluicev1.MetricTemplate{}
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(mt), got); err != nil {
+			t.Fatal(err)
+		}
+		if c := apimeta.FindStatusCondition(got.Status.Conditions, sluicev1.ConditionReady); c != nil && c.Status == want &&
+			c.ObservedGeneration == got.Generation {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Ready never %s: %+v", want, got.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
