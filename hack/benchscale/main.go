@@ -30,6 +30,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"sluice.dev/sluice/test/managerproc"
 )
 
 // config is the benchmark's flags.
@@ -76,7 +78,7 @@ func say(format string, args ...any) {
 
 // waitFor polls cond every second until it holds, printing progress every 10 s.
 // errors: timeout, ctx, the manager exiting.
-func waitFor(ctx context.Context, timeout time.Duration, what string, m *managerProc, cond func() (bool, string)) error {
+func waitFor(ctx context.Context, timeout time.Duration, what string, m *managerproc.Proc, cond func() (bool, string)) error {
 	deadline := time.Now().Add(timeout)
 	lastSay := time.Now()
 	for {
@@ -84,7 +86,7 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, m *manager
 		if ok {
 			return nil
 		}
-		if err := m.alive(); err != nil {
+		if err := m.Alive(); err != nil {
 			return err
 		}
 		if time.Now().After(deadline) {

@@ -8,19 +8,21 @@ import (
 
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"sluice.dev/sluice/test/managerproc"
 )
 
 // release gives every target a new image at once and follows the runs to their end.
-func release(ctx context.Context, c config, k client.Client, tr *tracker, m *managerProc, s *sampler, as []app, r *report) error {
+func release(ctx context.Context, c config, k client.Client, tr *tracker, m *managerproc.Proc, s *sampler, as []app, r *report) error {
 	say("releasing a new image to all %d targets at once", len(as))
 	if err := tr.startRelease(ctx, as); err != nil {
 		return err
 	}
-	before, err := m.scrape()
+	before, err := m.Scrape()
 	if err != nil {
 		return err
 	}
-	p0, err := m.stats()
+	p0, err := m.Stats()
 	if err != nil {
 		return err
 	}
@@ -61,26 +63,26 @@ func release(ctx context.Context, c config, k client.Client, tr *tracker, m *man
 		}
 	}
 	_, r.runsFailed = tr.ended()
-	r.rssReleasePeak = s.peak().rssBytes
-	p1, err := m.stats()
+	r.rssReleasePeak = s.peak().RSSBytes
+	p1, err := m.Stats()
 	if err != nil {
 		return err
 	}
-	r.releaseCPU = p1.cpu - p0.cpu
+	r.releaseCPU = p1.CPU - p0.CPU
 	if _, err := waitQuiet(ctx, m, 5*time.Second, time.Minute); err != nil {
 		return err
 	}
-	after, err := m.scrape()
+	after, err := m.Scrape()
 	if err != nil {
 		return err
 	}
 	r.releaseRequests = delta(before, after)
 	r.releaseFailures = failures(before, after)
 	r.releaseThrottled = throttledBetween(before, after)
-	r.eventsEmitted = after.sum("sluice_events_emitted_total") - before.sum("sluice_events_emitted_total")
-	r.eventsWritten = after.sum("sluice_events_written_total") - before.sum("sluice_events_written_total")
-	r.eventsRejected = after.sum("sluice_events_rejected_total") - before.sum("sluice_events_rejected_total")
-	r.eventsRetried = after.sum("sluice_events_retried_total") - before.sum("sluice_events_retried_total")
+	r.eventsEmitted = after.Sum("sluice_events_emitted_total") - before.Sum("sluice_events_emitted_total")
+	r.eventsWritten = after.Sum("sluice_events_written_total") - before.Sum("sluice_events_written_total")
+	r.eventsRejected = after.Sum("sluice_events_rejected_total") - before.Sum("sluice_events_rejected_total")
+	r.eventsRetried = after.Sum("sluice_events_retried_total") - before.Sum("sluice_events_retried_total")
 	r.eventsStored, r.eventsByReason, err = storedEvents(ctx, k, namespaces(as), start)
 	if err != nil {
 		return err

@@ -8,14 +8,16 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"sluice.dev/sluice/test/managerproc"
 )
 
 // failures is the growth of the refused requests (HTTP code 400 and above) from a to b, keyed
 // "verb resource code".
-func failures(a, b metricsSnapshot) requests {
-	before := a.byLabels("sluice_kube_api_requests_total", "verb", "resource", "code")
+func failures(a, b managerproc.Metrics) requests {
+	before := a.ByLabels("sluice_kube_api_requests_total", "verb", "resource", "code")
 	out := requests{}
-	for k, v := range b.byLabels("sluice_kube_api_requests_total", "verb", "resource", "code") {
+	for k, v := range b.ByLabels("sluice_kube_api_requests_total", "verb", "resource", "code") {
 		fields := strings.Fields(k)
 		if code := fields[len(fields)-1]; code < "400" && code != "error" {
 			continue
@@ -34,10 +36,10 @@ type requests map[string]float64
 func isLease(key string) bool { return strings.HasSuffix(key, " leases") }
 
 // delta is the growth of sluice_kube_api_requests_total from a to b.
-func delta(a, b metricsSnapshot) requests {
-	before := a.byLabels("sluice_kube_api_requests_total", "verb", "resource")
+func delta(a, b managerproc.Metrics) requests {
+	before := a.ByLabels("sluice_kube_api_requests_total", "verb", "resource")
 	out := requests{}
-	for k, v := range b.byLabels("sluice_kube_api_requests_total", "verb", "resource") {
+	for k, v := range b.ByLabels("sluice_kube_api_requests_total", "verb", "resource") {
 		if d := v - before[k]; d > 0 {
 			out[k] = d
 		}

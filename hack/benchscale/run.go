@@ -18,6 +18,8 @@ import (
 	"sluice.dev/sluice/controllers/scheme"
 	"sluice.dev/sluice/test/cluster"
 	"sluice.dev/sluice/test/testenv"
+
+	"sluice.dev/sluice/test/managerproc"
 )
 
 // podsPerNode is what the benchmark plans per fake node (kwok nodes allow 110).
@@ -31,7 +33,7 @@ func run(ctx context.Context, c config) (err error) {
 	}
 	defer os.RemoveAll(dir)
 	say("building the manager")
-	bin, err := buildManager(ctx, testenv.RepoRoot(), dir)
+	bin, err := managerproc.Build(ctx, testenv.RepoRoot(), dir)
 	if err != nil {
 		return err
 	}
@@ -71,20 +73,21 @@ func run(ctx context.Context, c config) (err error) {
 	}
 
 	say("starting the manager (%s)", c.managerArgs.String())
-	m, err := startManager(ctx, bin, cl.Kubeconfig(), filepath.Join(dir, "manager.log"), c.managerArgs)
+	m, err := managerproc.Start(ctx, managerproc.Options{Bin: bin, Kubeconfig: cl.Kubeconfig(), LogPath: filepath.Join(dir, "manager.log"),
+		PodName: "sluice-bench-0", Args: c.managerArgs})
 	if err != nil {
 		return err
 	}
-	defer m.stop()
+	defer m.Stop()
 	sampler := startSampler(ctx, m)
 	r := &report{cfg: c, start: time.Now()}
 	time.Sleep(5 * time.Second)
-	r.rssEmpty = sampler.now().rssBytes
+	r.rssEmpty = sampler.now().RSSBytes
 
 	if err := createWorkloads(ctx, c, k, tr, m, as); err != nil {
 		return err
 	}
-	r.rssWorkloads = sampler.now().rssBytes
+	r.rssWorkloads = sampler.now().RSSBytes
 	if err := initialize(ctx, c, k, tr, m, sampler, as, r); err != nil {
 		return err
 	}
@@ -96,15 +99,15 @@ func run(ctx context.Context, c config) (err error) {
 			return err
 		}
 	}
-	last, err := m.scrape()
+	last, err := m.Scrape()
 	if err != nil {
 		return err
 	}
-	r.throttled = last.sum("sluice_kube_api_throttled_requests_total")
-	r.throttleSeconds = last.sum("sluice_kube_api_throttle_seconds_total")
-	r.tooMany = last.sum("sluice_kube_api_requests_total", "code", "429")
-	r.goroutines = last.sum("go_goroutines")
-	r.heapInuse = last.sum("go_memstats_heap_inuse_bytes")
+	r.throttled = last.Sum("sluice_kube_api_throttled_requests_total")
+	r.throttleSeconds = last.Sum("sluice_kube_api_throttle_seconds_total")
+	r.tooMany = last.Sum("sluice_kube_api_requests_total", "code", "429")
+	r.goroutines = last.Sum("go_goroutines")
+	r.heapInuse = last.Sum("go_memstats_heap_inuse_bytes")
 	r.cores = runtime.NumCPU()
 	r.print(os.Stdout)
 	return nil
@@ -112,7 +115,7 @@ func run(ctx context.Context, c config) (err error) {
 
 // createWorkloads creates every application's ConfigMap and Deployment and waits until their pods
 // are available.
-func createWorkloads(ctx context.Context, c config, k client.Client, tr *tracker, m *managerProc, as []app) error {
+func createWorkloads(ctx context.Context, c config, k client.Client, tr *tracker, m *managerproc.Proc, as []app) error {
 	say("creating %d applications (ConfigMap, Deployment with %d pod(s))", len(as), c.replicas)
 	err := forEach(ctx, as, c.workers, func(ctx context.Context, a app) error {
 		cm, dep := workload(a, int32(c.replicas))
@@ -132,8 +135,8 @@ func createWorkloads(ctx context.Context, c config, k client.Client, tr *tracker
 
 // initialize creates every Canary at once and waits until all are Initialized and the manager is
 // quiet.
-func initialize(ctx context.Context, c config, k client.Client, tr *tracker, m *managerProc, s *sampler, as []app, r *report) error {
-	before, err := m.scrape()
+func initialize(ctx context.Context, c config, k client.Client, tr *tracker, m *managerproc.Proc, s *sampler, as []app, r *report) error {
+	before, err := m.Scrape()
 	if err != nil {
 		return err
 	}
@@ -154,12 +157,12 @@ func initialize(ctx context.Context, c config, k client.Client, tr *tracker, m *
 	}
 	r.initTimes = tr.initializedTimes()
 	r.initStart = start
-	r.rssInitPeak = s.peak().rssBytes
+	r.rssInitPeak = s.peak().RSSBytes
 	settled, err := waitQuiet(ctx, m, 10*time.Second, 3*time.Minute)
 	if err != nil {
 		return err
 	}
-	after, err := m.scrape()
+	after, err := m.Scrape()
 	if err != nil {
 		return err
 	}
@@ -171,13 +174,13 @@ func initialize(ctx context.Context, c config, k client.Client, tr *tracker, m *
 }
 
 // measureIdle measures the manager while nothing changes.
-func measureIdle(ctx context.Context, c config, m *managerProc, s *sampler, r *report) error {
+func measureIdle(ctx context.Context, c config, m *managerproc.Proc, s *sampler, r *report) error {
 	say("idle for %s", c.idle)
-	before, err := m.scrape()
+	before, err := m.Scrape()
 	if err != nil {
 		return err
 	}
-	p0, err := m.stats()
+	p0, err := m.Stats()
 	if err != nil {
 		return err
 	}
@@ -187,29 +190,29 @@ func measureIdle(ctx context.Context, c config, m *managerProc, s *sampler, r *r
 		return ctx.Err()
 	case <-time.After(c.idle):
 	}
-	p1, err := m.stats()
+	p1, err := m.Stats()
 	if err != nil {
 		return err
 	}
-	after, err := m.scrape()
+	after, err := m.Scrape()
 	if err != nil {
 		return err
 	}
 	r.idleWall = time.Since(t0)
-	r.idleCPU = p1.cpu - p0.cpu
+	r.idleCPU = p1.CPU - p0.CPU
 	r.idleRequests = delta(before, after)
-	r.idleReconciles = after.sum("controller_runtime_reconcile_total", "controller", "canary") -
-		before.sum("controller_runtime_reconcile_total", "controller", "canary")
-	r.rssIdle = p1.rssBytes
-	r.heapIdle = after.sum("go_memstats_heap_inuse_bytes")
-	return m.alive()
+	r.idleReconciles = after.Sum("controller_runtime_reconcile_total", "controller", "canary") -
+		before.Sum("controller_runtime_reconcile_total", "controller", "canary")
+	r.rssIdle = p1.RSSBytes
+	r.heapIdle = after.Sum("go_memstats_heap_inuse_bytes")
+	return m.Alive()
 }
 
 // waitQuiet waits until the manager sent no request (leases aside) for quiet, at most limit,
 // and returns how long it waited.
-func waitQuiet(ctx context.Context, m *managerProc, quiet, limit time.Duration) (time.Duration, error) {
+func waitQuiet(ctx context.Context, m *managerproc.Proc, quiet, limit time.Duration) (time.Duration, error) {
 	start := time.Now()
-	last, err := m.scrape()
+	last, err := m.Scrape()
 	if err != nil {
 		return 0, err
 	}
@@ -220,7 +223,7 @@ func waitQuiet(ctx context.Context, m *managerProc, quiet, limit time.Duration) 
 			return 0, ctx.Err()
 		case <-time.After(time.Second):
 		}
-		now, err := m.scrape()
+		now, err := m.Scrape()
 		if err != nil {
 			return 0, err
 		}
@@ -237,20 +240,20 @@ func waitQuiet(ctx context.Context, m *managerProc, quiet, limit time.Duration) 
 
 // sampler samples the manager's RSS and CPU every second, keeping the peak RSS.
 type sampler struct {
-	m       *managerProc
+	m       *managerproc.Proc
 	mu      sync.Mutex
-	last    procStats
-	maxSeen procStats
+	last    managerproc.Stats
+	maxSeen managerproc.Stats
 }
 
-func startSampler(ctx context.Context, m *managerProc) *sampler {
+func startSampler(ctx context.Context, m *managerproc.Proc) *sampler {
 	s := &sampler{m: m}
 	go func() {
 		for ctx.Err() == nil {
-			if st, err := m.stats(); err == nil {
+			if st, err := m.Stats(); err == nil {
 				s.mu.Lock()
 				s.last = st
-				if st.rssBytes > s.maxSeen.rssBytes {
+				if st.RSSBytes > s.maxSeen.RSSBytes {
 					s.maxSeen = st
 				}
 				s.mu.Unlock()
@@ -261,8 +264,8 @@ func startSampler(ctx context.Context, m *managerProc) *sampler {
 	return s
 }
 
-func (s *sampler) now() procStats {
-	st, err := s.m.stats()
+func (s *sampler) now() managerproc.Stats {
+	st, err := s.m.Stats()
 	if err != nil {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -271,7 +274,7 @@ func (s *sampler) now() procStats {
 	return st
 }
 
-func (s *sampler) peak() procStats {
+func (s *sampler) peak() managerproc.Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.maxSeen
@@ -280,10 +283,10 @@ func (s *sampler) peak() procStats {
 func (s *sampler) resetPeak() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.maxSeen = procStats{}
+	s.maxSeen = managerproc.Stats{}
 }
 
 // throttledBetween is the growth of the client-side throttling counter from a to b.
-func throttledBetween(a, b metricsSnapshot) float64 {
-	return b.sum("sluice_kube_api_throttled_requests_total") - a.sum("sluice_kube_api_throttled_requests_total")
+func throttledBetween(a, b managerproc.Metrics) float64 {
+	return b.Sum("sluice_kube_api_throttled_requests_total") - a.Sum("sluice_kube_api_throttled_requests_total")
 }

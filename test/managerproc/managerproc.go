@@ -1,4 +1,7 @@
-package main
+// Package managerproc runs the Sluice manager (cmd/sluice) as a child process against a cluster,
+// as a Deployment's pod would run it: its RSS and CPU come from /proc, its requests from its own
+// /metrics. The scale benchmark (hack/benchscale) and the shard tests on the local cluster use it.
+package managerproc
 
 import (
 	"bytes"
@@ -20,18 +23,21 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// managerProc is the Sluice manager (cmd/sluice, built by the benchmark) running as a child
-// process against the cluster: its RSS and CPU come from /proc, its requests from its own
-// /metrics (sluice_kube_api_requests_total, counted by its transport).
-type managerProc struct {
-	cmd        *exec.Cmd
-	metricsURL string
-	logPath    string
-	exited     chan error
+// Proc is one manager process.
+type Proc struct {
+	cmd *exec.Cmd
+	// MetricsURL is its /metrics (plain HTTP on loopback).
+	MetricsURL string
+	// LogPath holds its stdout and stderr.
+	LogPath string
+	// PodName is the POD_NAME it runs with (the instance on its events).
+	PodName string
+	exited  chan error
 }
 
-// buildManager builds cmd/sluice into dir. errors: the build's.
-func buildManager(ctx context.Context, repo, dir string) (string, error) {
+// Build builds cmd/sluice of the repository at repo into dir and returns the binary.
+// errors: the build's.
+func Build(ctx context.Context, repo, dir string) (string, error) {
 	bin := filepath.Join(dir, "sluice")
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/sluice")
 	cmd.Dir = repo
@@ -41,15 +47,29 @@ func buildManager(ctx context.Context, repo, dir string) (string, error) {
 	return bin, nil
 }
 
-// startManager runs bin against kubeconfig with the benchmark's flags (leader election on, as in
-// production) and extra flags, logging to logPath, and waits for its /metrics.
+// Options of one manager process.
+type Options struct {
+	// Bin is the manager binary (Build); Kubeconfig the cluster's; LogPath receives its output.
+	Bin, Kubeconfig, LogPath string
+	// PodName is its POD_NAME (default "sluice-0").
+	PodName string
+	// Args are flags besides the defaults of Start (leader election on in kube-system, loopback
+	// metrics and probes, a metrics server nothing answers on); later flags win.
+	Args []string
+}
+
+// Start runs the manager with leader election on, as in production, and waits for its /metrics.
 // errors: ports, a process that does not start or exits, metrics that never answer.
-func startManager(ctx context.Context, bin, kubeconfig, logPath string, extra []string) (*managerProc, error) {
-	metricsPort, err := freePort()
+func Start(ctx context.Context, o Options) (*Proc, error) {
+	bin, kubeconfig, logPath, extra := o.Bin, o.Kubeconfig, o.LogPath, o.Args
+	if o.PodName == "" {
+		o.PodName = "sluice-0"
+	}
+	metricsPort, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
-	probePort, err := freePort()
+	probePort, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -68,38 +88,38 @@ func startManager(ctx context.Context, bin, kubeconfig, logPath string, extra []
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "POD_NAME=sluice-bench-0")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "POD_NAME="+o.PodName)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("starting the manager: %w", err)
 	}
-	m := &managerProc{cmd: cmd, metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), logPath: logPath,
-		exited: make(chan error, 1)}
+	m := &Proc{cmd: cmd, MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), LogPath: logPath,
+		PodName: o.PodName, exited: make(chan error, 1)}
 	go func() { m.exited <- cmd.Wait(); logf.Close() }()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		if _, err := m.scrape(); err == nil {
+		if _, err := m.Scrape(); err == nil {
 			return m, nil
 		}
 		select {
 		case err := <-m.exited:
-			return nil, fmt.Errorf("manager exited: %v\n%s", err, tail(logPath, 20))
+			return nil, fmt.Errorf("manager exited: %v\n%s", err, Tail(logPath, 20))
 		case <-ctx.Done():
-			m.stop()
+			m.Stop()
 			return nil, ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			m.stop()
-			return nil, fmt.Errorf("manager metrics did not answer within 60s\n%s", tail(logPath, 20))
+			m.Stop()
+			return nil, fmt.Errorf("manager metrics did not answer within 60s\n%s", Tail(logPath, 20))
 		}
 	}
 }
 
-// stop sends SIGTERM, and SIGKILL after 15 s.
-func (m *managerProc) stop() {
+// Stop sends SIGTERM, and SIGKILL after 15 s, and waits for the exit.
+func (m *Proc) Stop() {
 	if m == nil || m.cmd.Process == nil {
 		return
 	}
@@ -112,58 +132,70 @@ func (m *managerProc) stop() {
 	}
 }
 
-// alive reports an error once the process has exited.
-func (m *managerProc) alive() error {
+// Kill ends the process at once (SIGKILL: no lease released, as when a node dies) and waits for
+// the exit.
+func (m *Proc) Kill() {
+	if m == nil || m.cmd.Process == nil {
+		return
+	}
+	_ = m.cmd.Process.Kill()
+	err := <-m.exited
+	m.exited <- err
+}
+
+// Alive reports an error once the process has exited.
+func (m *Proc) Alive() error {
 	select {
 	case err := <-m.exited:
 		m.exited <- err
-		return fmt.Errorf("the manager exited: %v\n%s", err, tail(m.logPath, 20))
+		return fmt.Errorf("the manager exited: %v\n%s", err, Tail(m.LogPath, 20))
 	default:
 		return nil
 	}
 }
 
-// procStats are the manager's resident memory and CPU time so far.
-type procStats struct {
-	rssBytes int64
-	cpu      time.Duration
+// Stats are the manager's resident memory and CPU time so far.
+type Stats struct {
+	RSSBytes int64
+	CPU      time.Duration
 }
 
-// stats reads /proc/PID/status (VmRSS) and /proc/PID/stat (utime + stime).
-func (m *managerProc) stats() (procStats, error) {
+// Stats reads /proc/PID/status (VmRSS) and /proc/PID/stat (utime + stime).
+func (m *Proc) Stats() (Stats, error) {
 	pid := m.cmd.Process.Pid
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return procStats{}, err
+		return Stats{}, err
 	}
-	var st procStats
+	var st Stats
 	for _, line := range strings.Split(string(status), "\n") {
 		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
 			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			st.rssBytes = kb * 1024
+			st.RSSBytes = kb * 1024
 		}
 	}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return procStats{}, err
+		return Stats{}, err
 	}
 	s := string(stat)
 	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	if len(fields) < 13 {
-		return procStats{}, errors.New("unexpected /proc/PID/stat")
+		return Stats{}, errors.New("unexpected /proc/PID/stat")
 	}
 	utime, _ := strconv.ParseInt(fields[11], 10, 64)
 	stime, _ := strconv.ParseInt(fields[12], 10, 64)
-	st.cpu = time.Duration(utime+stime) * 10 * time.Millisecond // USER_HZ = 100
+	st.CPU = time.Duration(utime+stime) * 10 * time.Millisecond // USER_HZ = 100
 	return st, nil
 }
 
-// metricsSnapshot is the manager's /metrics at one time.
-type metricsSnapshot map[string]*dto.MetricFamily
+// Metrics is the manager's /metrics at one time.
+type Metrics map[string]*dto.MetricFamily
 
-func (m *managerProc) scrape() (metricsSnapshot, error) {
+// Scrape reads /metrics. errors: the request's, a status other than 200, a parse error.
+func (m *Proc) Scrape() (Metrics, error) {
 	c := http.Client{Timeout: 10 * time.Second}
-	resp, err := c.Get(m.metricsURL)
+	resp, err := c.Get(m.MetricsURL)
 	if err != nil {
 		return nil, err
 	}
@@ -175,8 +207,8 @@ func (m *managerProc) scrape() (metricsSnapshot, error) {
 	return p.TextToMetricFamilies(resp.Body)
 }
 
-// sum adds the values of family name whose labels include every pair of match.
-func (s metricsSnapshot) sum(name string, match ...string) float64 {
+// Sum adds the values of family name whose labels include every pair of match.
+func (s Metrics) Sum(name string, match ...string) float64 {
 	f := s[name]
 	if f == nil {
 		return 0
@@ -198,9 +230,9 @@ func (s metricsSnapshot) sum(name string, match ...string) float64 {
 	return total
 }
 
-// byLabels returns the counter values of family name keyed by the given labels' values, joined
+// ByLabels returns the counter values of family name keyed by the given labels' values, joined
 // by a space.
-func (s metricsSnapshot) byLabels(name string, labels ...string) map[string]float64 {
+func (s Metrics) ByLabels(name string, labels ...string) map[string]float64 {
 	out := map[string]float64{}
 	f := s[name]
 	if f == nil {
@@ -234,7 +266,8 @@ func labelValue(m *dto.Metric, name string) string {
 	return ""
 }
 
-func freePort() (int, error) {
+// FreePort is a TCP port free on loopback now.
+func FreePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
@@ -243,8 +276,8 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// tail returns the last n lines of a file.
-func tail(path string, n int) string {
+// Tail returns the last n lines of a file.
+func Tail(path string, n int) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return ""
