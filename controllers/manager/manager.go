@@ -125,7 +125,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	recorder, stopEvents, err := eventRecorder(cfg, mgr.GetHTTPClient(), mgr.GetScheme(), "sluice", eventAnnotations(o))
+	recorder, stopEvents, err := eventRecorder(cfg, mgr.GetHTTPClient(), mgr.GetScheme(), reportingController(o), eventAnnotations(o))
 	if err != nil {
 		return nil, err
 	}

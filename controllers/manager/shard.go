@@ -98,11 +98,20 @@ func byObject(opts *cache.Options, obj client.Object) (client.Object, cache.ByOb
 	return obj, cache.ByObject{}
 }
 
+// reportingController is the reporting controller of the manager's events: "sluice", or
+// "sluice-shard-<name>" for a shard, the same name as its field manager.
+func reportingController(o Options) string {
+	if o.ShardName == "" {
+		return "sluice"
+	}
+	return "sluice-shard-" + o.ShardName
+}
+
 // shardUserAgent names the shard in the user agent, which the apiserver records as the field
 // manager of merge patches (status, Deployments): managedFields show which shard wrote.
 func shardUserAgent(cfg *rest.Config, o Options) {
 	if o.ShardName != "" {
-		cfg.UserAgent = "sluice-shard-" + o.ShardName
+		cfg.UserAgent = reportingController(o)
 	}
 }
 
