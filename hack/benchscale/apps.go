@@ -77,7 +77,9 @@ func workload(a app, replicas int32) (*corev1.ConfigMap, *appsv1.Deployment) {
 }
 
 // canaryOf is the application's Canary: Gateway API provider (generated HTTPRoute), interval,
-// stepWeight 10 up to maxWeight 50, no metrics (every check passes with nothing to evaluate).
+// stepWeight 10 up to maxWeight 50, no metrics. A check without metrics has no evidence, and the
+// evidence rule holds such a step unless analysis.advanceWithoutData: set, so every step
+// advances, each with its AdvancedWithoutData warning event (counted in the requests per run).
 func canaryOf(a app, interval time.Duration, shardLabel string) *sluicev1.Canary {
 	c := &sluicev1.Canary{
 		ObjectMeta: metav1.ObjectMeta{Name: a.name, Namespace: a.ns},
@@ -86,7 +88,7 @@ func canaryOf(a app, interval time.Duration, shardLabel string) *sluicev1.Canary
 			Provider:  sluicev1.ProviderGatewayAPI,
 			Service:   sluicev1.CanaryService{Port: 9898},
 			Analysis: sluicev1.CanaryAnalysis{Interval: interval.String(), Threshold: 5, MaxWeight: maxWeight,
-				StepWeight: stepWeight},
+				StepWeight: stepWeight, AdvanceWithoutData: true},
 		},
 	}
 	if shardLabel != "" {
