@@ -72,9 +72,9 @@ down() {
   stop_manager
   if ! running; then echo "demo stack not running"; rm -f "$PIDFILE"; return 0; fi
   pid=$(cat "$PIDFILE")
-  kill -INT "$pid"
+  kill -INT "$pid" 2>/dev/null || true
   for _ in $(seq 120); do running || break; sleep 0.5; done
-  if running; then kill -KILL "$pid"; fi
+  if running; then kill -KILL "$pid" 2>/dev/null || true; fi
   rm -f "$PIDFILE"
   left=$(pgrep -f "$PWD/$STATE/cluster" || true)
   if [[ -n $left ]]; then echo "left running after stop: $left"; exit 1; fi
