@@ -32,28 +32,7 @@ const (
 // metadata only).
 // Route kinds whose CRDs are not installed are not watched. maxConcurrent bounds the workers.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, maxConcurrent int) error {
-	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(ctx, &sluicev1.Canary{}, indexTarget, indexTargetValue); err != nil {
-		return err
-	}
-	if err := idx.IndexField(ctx, &sluicev1.Canary{}, indexConfigs, func(o client.Object) []string {
-		var keys []string
-		for k := range o.(*sluicev1.Canary).Status.TrackedConfigs {
-			keys = append(keys, k)
-		}
-		return keys
-	}); err != nil {
-		return err
-	}
-	if err := idx.IndexField(ctx, &sluicev1.Canary{}, indexRouteRef, func(o client.Object) []string {
-		if ref := o.(*sluicev1.Canary).Spec.Service.RouteRef; ref != nil {
-			return []string{ref.Kind + "/" + ref.Name}
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	if err := registerEconomyIndexes(ctx, idx); err != nil {
+	if err := RegisterIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
@@ -106,4 +85,31 @@ func (r *Reconciler) byIndex(index string, keyOf func(client.Object) string) han
 func installed(mapper meta.RESTMapper, gk schema.GroupKind) bool {
 	_, err := mapper.RESTMapping(gk)
 	return err == nil
+}
+
+// RegisterIndexes adds the cache indexes the Reconciler reads through (target, tracked configs,
+// routeRef, runs in flight) to idx. SetupWithManager calls it; a Reconciler over a cache built by
+// hand (benchmarks) must call it on that cache.
+func RegisterIndexes(ctx context.Context, idx client.FieldIndexer) error {
+	if err := idx.IndexField(ctx, &sluicev1.Canary{}, indexTarget, indexTargetValue); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &sluicev1.Canary{}, indexConfigs, func(o client.Object) []string {
+		var keys []string
+		for k := range o.(*sluicev1.Canary).Status.TrackedConfigs {
+			keys = append(keys, k)
+		}
+		return keys
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &sluicev1.Canary{}, indexRouteRef, func(o client.Object) []string {
+		if ref := o.(*sluicev1.Canary).Spec.Service.RouteRef; ref != nil {
+			return []string{ref.Kind + "/" + ref.Name}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return registerEconomyIndexes(ctx, idx)
 }
