@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
-
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary/plan"
 	"sluice.dev/sluice/providers"
@@ -14,7 +12,7 @@ import (
 // execute carries out a decision's actions in order. It stops at the first error; the caller then
 // keeps the old status, so the next tick decides again from the same state.
 func (r *Reconciler) execute(ctx context.Context, canary *sluicev1.Canary, router providers.Router,
-	target, primary *appsv1.Deployment, refs []configRef, d plan.Decision) error {
+	target, primary workload, refs []configRef, d plan.Decision) error {
 	for _, a := range d.Actions {
 		var err error
 		switch a {
@@ -23,7 +21,7 @@ func (r *Reconciler) execute(ctx context.Context, canary *sluicev1.Canary, route
 		case plan.ActionScaleCanaryDown:
 			err = r.scaleCanaryDown(ctx, canary, target)
 		case plan.ActionScalePrimaryUp:
-			if primary.Spec.Replicas == nil || *primary.Spec.Replicas < d.PrimaryReplicas {
+			if n := primary.replicas(); n != nil && *n < d.PrimaryReplicas { // a DaemonSet runs on its nodes
 				err = r.scale(ctx, primary, d.PrimaryReplicas)
 			}
 		case plan.ActionPromotePrimary:

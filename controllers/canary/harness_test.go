@@ -96,6 +96,8 @@ type harness struct {
 	last     sluicev1.CanaryStatus
 	name     string
 	provider sluicev1.Provider
+	// nodes, when set, is the number of nodes tick plays the DaemonSet controller for.
+	nodes int32
 }
 
 func newHarness(t *testing.T) *harness {
@@ -206,6 +208,11 @@ func (h *harness) tick() ctrl.Result {
 		h.t.Fatalf("reconcile at %s: %v", h.clock.Now().Sub(h.start), err)
 	}
 	markDeploymentsRolledOut(h.t, h.c, h.ns)
+	if h.nodes > 0 {
+		if err := testenv.MarkDaemonSetsRolledOut(h.ctx, h.c, h.ns, h.nodes, nil); err != nil {
+			h.t.Fatal(err)
+		}
+	}
 	h.record()
 	wait := res.RequeueAfter
 	if wait <= 0 {

@@ -3,8 +3,8 @@ package canary
 import (
 	"context"
 	"fmt"
+	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -18,7 +18,7 @@ import (
 
 // observation is what one tick saw: the objects it acts on and the planner's input.
 type observation struct {
-	target, primary *appsv1.Deployment // target is nil when it is gone during a run
+	target, primary workload // target is nil when it is gone during a run
 	refs            []configRef
 	o               plan.Observed
 	// analysisBroken: the analysis cannot run as specified (the stall says why).
@@ -63,13 +63,13 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 	}
 	revision, tracked := s.LastAppliedSpec, s.TrackedConfigs
 	if target != nil {
-		obs.refs = configRefs(&target.Spec.Template.Spec)
+		obs.refs = configRefs(&target.podTemplate().Spec)
 		t, err := r.trackedConfigs(ctx, canary.Namespace, obs.refs)
 		if err := soft(err); err != nil {
 			return nil, err
 		}
 		if t != nil {
-			tracked, revision = t, revisionOf(&target.Spec.Template, t)
+			tracked, revision = t, revisionOf(target.revisionTemplate(), t)
 		}
 	}
 	if target != nil {
@@ -86,7 +86,7 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 	if err := soft(r.ensureAutoscalers(ctx, canary, primary)); err != nil {
 		return nil, err
 	}
-	primaryReady := workloadOf(primary, "").IsReady(plan.PrimaryReadyThreshold(canary.Spec))
+	primaryReady := primary.summary("").IsReady(plan.PrimaryReadyThreshold(canary.Spec))
 	if target != nil {
 		if err := r.ensureServices(ctx, tick, canary, target, primaryReady); err != nil {
 			return nil, err
@@ -112,7 +112,7 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 	obs.target, obs.primary = target, primary
 	o := plan.Observed{
 		Now: tick.Now(), Spec: canary.Spec, Status: canary.Status, Revision: revision, TrackedConfigs: tracked,
-		Primary:        workloadOf(primary, primary.Annotations[AnnotationRevision]),
+		Primary:        primary.summary(primary.obj().GetAnnotations()[AnnotationRevision]),
 		PrimaryCreated: created, MetricsWait: metricsWait,
 		Requests: map[string]string{
 			sluicev1.AnnotationPromote: canary.Annotations[sluicev1.AnnotationPromote],
@@ -121,7 +121,7 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 		},
 	}
 	if target != nil {
-		o.Canary = workloadOf(target, revision)
+		o.Canary = target.summary(revision)
 	}
 	if w, err := router.GetRoutes(ctx, canary); err == nil {
 		o.RouteWeight, o.RouteKnown = w.Canary, true
@@ -144,20 +144,22 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 	return obs, nil
 }
 
-// primary returns the primary Deployment: ensured from the target, or read as it is when the
-// target is gone.
-func (r *Reconciler) primary(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, target *appsv1.Deployment,
-	refs []configRef, revision string) (*appsv1.Deployment, bool, error) {
+// primary returns the primary (of the target's kind): ensured from the target, or read as it is
+// when the target is gone.
+func (r *Reconciler) primary(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, target workload,
+	refs []configRef, revision string) (workload, bool, error) {
 	if target != nil {
 		return r.ensurePrimary(ctx, tick, canary, target, refs, revision)
 	}
-	primary := &appsv1.Deployment{}
+	kind := targetKind(canary)
+	primary := newWorkload(kind)
 	key := client.ObjectKey{Namespace: canary.Namespace, Name: primaryName(canary.Spec.TargetRef.Name)}
-	if err := r.Get(ctx, key, primary); err != nil {
+	if err := r.Get(ctx, key, primary.obj()); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, false, reconcilekit.Stalled(sluicev1.ReasonPrimaryMissing, "primary deployment %s and target %s are both missing", key.Name, canary.Spec.TargetRef.Name)
+			return nil, false, reconcilekit.Stalled(sluicev1.ReasonPrimaryMissing, "primary %s %s and target %s are both missing",
+				strings.ToLower(kind), key.Name, canary.Spec.TargetRef.Name)
 		}
-		return nil, false, fmt.Errorf("reading primary deployment: %w", err)
+		return nil, false, fmt.Errorf("reading primary %s: %w", strings.ToLower(kind), err)
 	}
 	return primary, false, nil
 }

@@ -60,8 +60,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, max
 		For(&sluicev1.Canary{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&appsv1.Deployment{}).
+		Owns(&appsv1.DaemonSet{}).
 		Owns(&corev1.Service{}).
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexTarget, func(o client.Object) string {
+			return o.GetName()
+		}))).
+		Watches(&appsv1.DaemonSet{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexTarget, func(o client.Object) string {
 			return o.GetName()
 		}))).
 		// Metadata only: a resourceVersion change is all a tracked config needs to start a run, and

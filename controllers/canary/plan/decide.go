@@ -84,6 +84,14 @@ func initialize(o Observed, d *Decision) {
 // idle watches for a new revision while no run is in flight, keeps the target scaled down and the
 // primary on the promoted revision.
 func idle(o Observed, d *Decision) {
+	if returnTraffic(o, d) {
+		// An ended run's canary keeps its share until the primary can carry it; the primary's
+		// restore (a rollback after its promotion) goes on meanwhile.
+		if p := o.Primary; p.Exists && p.Revision != "" && o.Status.LastPromotedSpec != "" && p.Revision != o.Status.LastPromotedSpec {
+			d.do(ActionRestorePrimary)
+		}
+		return
+	}
 	if restorePrimary(o, d) {
 		return
 	}
@@ -161,7 +169,7 @@ func newRun(o Observed, d *Decision) {
 	}
 	if g, held := gate(o, sluicev1.WebhookConfirmRollout); held {
 		if d.Status.Phase != sluicev1.CanaryPhaseWaiting {
-			d.warning(EventWaitingAtGate, fmt.Sprintf("New revision %s waits at the confirm-rollout gate: %s", o.Revision, g.Message))
+			d.gateWarning(EventWaitingAtGate, fmt.Sprintf("New revision %s waits at the confirm-rollout gate: %s", o.Revision, g.Message), g)
 		}
 		d.setPhase(sluicev1.CanaryPhaseWaiting, o.Now)
 		return
@@ -200,14 +208,19 @@ func startRun(o Observed, d *Decision) {
 
 // cancelRun ends a run whose target went back to the revision the primary runs: there is nothing
 // left to deliver, so traffic returns to the primary and the canary scales down.
+// The primary is never below its share: see returnTraffic.
 func cancelRun(o Observed, d *Decision) {
-	d.setWeight(0)
-	d.do(ActionScaleCanaryDown)
 	d.StatusFirst = true
 	d.Status.LastAppliedSpec = o.Revision
 	d.Status.TrackedConfigs = o.TrackedConfigs
 	d.setPhase(sluicev1.CanaryPhaseSucceeded, o.Now)
 	d.normal(EventRunCancelled, fmt.Sprintf("Target reverted to the primary's revision %s; run cancelled, all traffic on the primary", o.Revision))
+	if d.Status.CanaryWeight == 0 {
+		d.setWeight(0)
+		d.do(ActionScaleCanaryDown)
+	} else {
+		returnTraffic(o, d)
+	}
 }
 
 func holdRequeue(o Observed) time.Duration {

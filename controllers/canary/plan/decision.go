@@ -76,6 +76,13 @@ func (d *Decision) warning(reason, msg string) {
 	d.Events = append(d.Events, planevent.Warning(reason, msg))
 }
 
+// gateWarning records a warning about gate g, muted when g's failing webhooks mute alerts.
+func (d *Decision) gateWarning(reason, msg string, g GateResult) {
+	e := planevent.Warning(reason, msg)
+	e.Muted = g.Muted
+	d.Events = append(d.Events, e)
+}
+
 // setPhase moves to phase p, stamping lastTransitionTime when it changes.
 func (d *Decision) setPhase(p sluicev1.CanaryPhase, now time.Time) {
 	if d.Status.Phase != p {

@@ -150,6 +150,9 @@ type Hold struct {
 // GateResult is the outcome of all webhooks of one gate type: Passed only when every one passed.
 type GateResult struct {
 	Passed bool
+	// Muted: every webhook that did not pass has webhooks[].muteAlert, so waiting at the gate (or
+	// a failed pre-rollout check) sends no alert, as in Flagger; the event is still recorded.
+	Muted bool
 	// Message names the webhooks that did not pass and why (status code, timeout, no approval).
 	Message string
 }

@@ -68,7 +68,7 @@ func progress(o Observed, d *Decision) {
 	if !ok {
 		if g, held := gate(o, sluicev1.WebhookConfirmPromotion); held {
 			if o.Status.Phase != sluicev1.CanaryPhaseWaitingPromotion {
-				d.warning(EventWaitingAtGate, "Waiting at the confirm-promotion gate: "+g.Message)
+				d.gateWarning(EventWaitingAtGate, "Waiting at the confirm-promotion gate: "+g.Message, g)
 			}
 			d.setPhase(sluicev1.CanaryPhaseWaitingPromotion, o.Now)
 			return
@@ -77,7 +77,7 @@ func progress(o Observed, d *Decision) {
 		return
 	}
 	if g, held := gate(o, sluicev1.WebhookConfirmTrafficIncrease); held {
-		d.warning(EventWaitingAtGate, fmt.Sprintf("Weight %d waits at the confirm-traffic-increase gate: %s", next, g.Message))
+		d.gateWarning(EventWaitingAtGate, fmt.Sprintf("Weight %d waits at the confirm-traffic-increase gate: %s", next, g.Message), g)
 		return
 	}
 	d.setWeight(next)
@@ -128,7 +128,7 @@ func preRolloutPassed(o Observed, d *Decision) bool {
 	if g, held := gate(o, sluicev1.WebhookPreRollout); held {
 		s.FailedChecks++
 		s.LastStepTime = stamp(o.Now)
-		d.warning(EventPreRolloutFailed, fmt.Sprintf("Pre-rollout check failed (%d/%d): %s", s.FailedChecks, Threshold(o.Spec), g.Message))
+		d.gateWarning(EventPreRolloutFailed, fmt.Sprintf("Pre-rollout check failed (%d/%d): %s", s.FailedChecks, Threshold(o.Spec), g.Message), g)
 		if s.FailedChecks >= Threshold(o.Spec) {
 			rollback(o, d, "pre-rollout checks failed: "+g.Message)
 		}
@@ -309,21 +309,27 @@ func AnalysisDue(o Observed) bool {
 
 // rollback routes all traffic to the primary, scales the canary down and fails the run. The
 // status is written first (Decision.StatusFirst). When the primary already runs the run's
-// revision (promoted), it is restored to the last promoted one. A primary with fewer replicas than
-// the canary serves with is scaled up in the same tick (see primaryCanTakeOver): a rollback does
-// not wait.
+// revision (promoted), it is restored to the last promoted one. The primary is never below its
+// share of traffic: when the canary serves its share with more ready replicas than the primary
+// has, the canary keeps it while the primary scales up (returnTraffic; the Failed run's idle ticks
+// move it once the primary has them ready).
 func rollback(o Observed, d *Decision, reason string) {
-	if o.Status.CanaryWeight > 0 && o.Primary.Desired < o.Canary.Ready {
-		d.scalePrimary(o.Canary.Ready)
-	}
-	d.setWeight(0)
-	d.do(ActionScaleCanaryDown)
 	d.StatusFirst = true
+	restore := false
 	if p := o.Primary; p.Exists && p.Revision != "" && o.Status.LastPromotedSpec != "" && p.Revision != o.Status.LastPromotedSpec {
-		d.do(ActionRestorePrimary)
+		restore = true
 		reason += fmt.Sprintf("; restoring the primary from %s to %s", p.Revision, o.Status.LastPromotedSpec)
 	}
 	d.setPhase(sluicev1.CanaryPhaseFailed, o.Now)
 	d.RequeueAfter = Interval(o.Spec)
 	d.warning(EventRollback, fmt.Sprintf("Rolling back %s: %s", o.Status.LastAppliedSpec, reason))
+	if d.Status.CanaryWeight == 0 {
+		d.setWeight(0)
+		d.do(ActionScaleCanaryDown)
+	} else {
+		returnTraffic(o, d)
+	}
+	if restore {
+		d.do(ActionRestorePrimary)
+	}
 }
