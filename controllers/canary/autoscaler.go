@@ -58,6 +58,9 @@ func (r *Reconciler) ensurePrimaryHPA(ctx context.Context, canary *sluicev1.Cana
 		}
 		return fmt.Errorf("reading HorizontalPodAutoscaler %s: %w", ref.Name, err)
 	}
+	if t := src.Spec.ScaleTargetRef; t.Kind != kindDeployment || t.Name != canary.Spec.TargetRef.Name {
+		return scalesAnother(canary, "HorizontalPodAutoscaler", ref.Name, t.Kind, t.Name)
+	}
 	want := *src.Spec.DeepCopy()
 	want.ScaleTargetRef = autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: primary}
 	if rep := ref.PrimaryScalerReplicas; rep != nil {
@@ -96,6 +99,14 @@ func (r *Reconciler) ensurePrimaryScaledObject(ctx context.Context, canary *slui
 	spec, _, _ := unstructured.NestedMap(src.Object, "spec")
 	if spec == nil {
 		return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "spec.autoscalerRef: ScaledObject %s has no spec", ref.Name)
+	}
+	kind, _, _ := unstructured.NestedString(spec, "scaleTargetRef", "kind")
+	name, _, _ := unstructured.NestedString(spec, "scaleTargetRef", "name")
+	if kind == "" {
+		kind = kindDeployment // KEDA's default
+	}
+	if kind != kindDeployment || name != canary.Spec.TargetRef.Name {
+		return scalesAnother(canary, "ScaledObject", ref.Name, kind, name)
 	}
 	spec["scaleTargetRef"] = map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": primary}
 	if rep := ref.PrimaryScalerReplicas; rep != nil {
@@ -209,4 +220,12 @@ func (r *Reconciler) scaleCanaryDown(ctx context.Context, canary *sluicev1.Canar
 		return err
 	}
 	return r.scale(ctx, target, 0)
+}
+
+// scalesAnother is the stall of an autoscalerRef whose autoscaler scales another workload than the
+// target (a copy-paste slip): copying it would scale the primary with another app's bounds while
+// the autoscaler that really scales the target is ignored.
+func scalesAnother(canary *sluicev1.Canary, kind, name, targetKind, target string) error {
+	return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "spec.autoscalerRef: %s %s scales %s %s, not the target Deployment %s: name the target's own autoscaler",
+		kind, name, targetKind, target, canary.Spec.TargetRef.Name)
 }

@@ -71,6 +71,10 @@ type Reconciler struct {
 	Gates GateRunner
 	// Routers holds the traffic provider for each Provider value.
 	Routers map[sluicev1.Provider]providers.Router
+	// FreshRouters, when set, are the same providers reading around the cache. A route read
+	// through Routers that differs from what the status says is read again through them before it
+	// counts as drift: the cache lagging behind Sluice's own route write is no outside edit.
+	FreshRouters map[sluicev1.Provider]providers.Router
 	Options
 
 	cap rolloutCap

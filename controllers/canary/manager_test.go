@@ -23,6 +23,7 @@ import (
 	"sluice.dev/sluice/notify"
 	"sluice.dev/sluice/providers"
 	"sluice.dev/sluice/providers/gatewayapi"
+	"sluice.dev/sluice/providers/kubernetes"
 	"sluice.dev/sluice/test/testenv"
 	"sluice.dev/sluice/webhooks"
 )
@@ -30,6 +31,8 @@ import (
 // runningManager is a Sluice manager started in the test process.
 type runningManager struct {
 	analyzer *scriptedAnalyzer
+	// events are the events the controller recorded.
+	events *eventLog
 	cancel   context.CancelFunc
 	done     chan error
 }
@@ -67,14 +70,16 @@ func startManagerWithMetrics(t *testing.T, ns, leaseID string, analyzer *scripte
 	if err := mgr.Add(gates); err != nil {
 		t.Fatal(err)
 	}
-	r := &Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: &eventLog{}, Clock: clock.RealClock{},
-		Analyzer: analyzer, Routers: map[sluicev1.Provider]providers.Router{sluicev1.ProviderGatewayAPI: gatewayapi.New(c)},
+	events := &eventLog{}
+	r := &Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: events, Clock: clock.RealClock{},
+		Analyzer: analyzer, Routers: map[sluicev1.Provider]providers.Router{sluicev1.ProviderGatewayAPI: gatewayapi.New(c),
+			sluicev1.ProviderKubernetes: kubernetes.New(c)},
 		Gates: gates, Notifier: notify.New(c, notify.Options{Timeout: 2 * time.Second})}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := r.SetupWithManager(ctx, mgr, managerWorkers); err != nil {
 		t.Fatal(err)
 	}
-	m := &runningManager{analyzer: analyzer, cancel: cancel, done: make(chan error, 1)}
+	m := &runningManager{analyzer: analyzer, events: events, cancel: cancel, done: make(chan error, 1)}
 	go func() { m.done <- mgr.Start(ctx) }()
 	t.Cleanup(m.stop)
 	return m

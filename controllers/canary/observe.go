@@ -2,6 +2,7 @@ package canary
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -96,6 +97,11 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 	// is reconciled once the primary is ready.
 	if primaryReady || (s.Phase != "" && s.Phase != sluicev1.CanaryPhaseInitializing) {
 		if err := router.Reconcile(ctx, canary); err != nil {
+			if providerOf(canary) == sluicev1.ProviderKubernetes && errors.Is(err, providers.ErrRouteNotFound) {
+				// Provider kubernetes routes with the Services ensureServices just wrote: one not
+				// read back yet is the cache catching up, not a missing route to stall on.
+				return nil, fmt.Errorf("reading back the Services Sluice wrote (the cache catches up): %v", err)
+			}
 			reason, permanent := providers.IsPermanent(err)
 			if !permanent {
 				return nil, fmt.Errorf("reconciling routes: %w", err)
@@ -123,14 +129,9 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 	if target != nil {
 		o.Canary = target.summary(revision)
 	}
-	if w, err := router.GetRoutes(ctx, canary); err == nil {
-		o.RouteWeight, o.RouteKnown = w.Canary, true
-		if on, err := router.GetABRoutes(ctx, canary); err == nil {
-			o.RouteABOn, o.RouteABKnown = on, true
-		}
-		observeExtras(ctx, router, canary, &o)
-	} else if s.Phase != "" && s.Phase != sluicev1.CanaryPhaseInitializing {
-		log.FromContext(ctx).Info("Reading route weights failed", "error", err.Error())
+	readRoute(ctx, router, canary, &o)
+	if fresh, ok := r.FreshRouters[providerOf(canary)]; ok && routeDiffers(o) {
+		readRoute(ctx, fresh, canary, &o) // drift, or the cache behind our own write: ask the apiserver
 	}
 	hold, windowStall, err := r.hold(ctx, canary, o)
 	if err != nil {
@@ -162,4 +163,29 @@ func (r *Reconciler) primary(ctx context.Context, tick *reconcilekit.Tick, canar
 		return nil, false, fmt.Errorf("reading primary %s: %w", strings.ToLower(kind), err)
 	}
 	return primary, false, nil
+}
+
+// readRoute reads the route's weights, A/B routing, mirroring and session affinity into o.
+func readRoute(ctx context.Context, router providers.Router, canary *sluicev1.Canary, o *plan.Observed) {
+	o.RouteKnown, o.RouteABKnown, o.RouteExtrasKnown = false, false, false
+	w, err := router.GetRoutes(ctx, canary)
+	if err != nil {
+		if s := canary.Status; s.Phase != "" && s.Phase != sluicev1.CanaryPhaseInitializing {
+			log.FromContext(ctx).Info("Reading route weights failed", "error", err.Error())
+		}
+		return
+	}
+	o.RouteWeight, o.RouteKnown = w.Canary, true
+	if on, err := router.GetABRoutes(ctx, canary); err == nil {
+		o.RouteABOn, o.RouteABKnown = on, true
+	}
+	observeExtras(ctx, router, canary, o)
+}
+
+// routeDiffers reports whether the route as read differs from what the status asks of it.
+func routeDiffers(o plan.Observed) bool {
+	if o.RouteKnown && o.RouteWeight != o.Status.CanaryWeight {
+		return true
+	}
+	return o.RouteExtrasKnown && (o.RouteMirror != plan.MirrorWanted(o.Spec, o.Status) || o.RouteCookie != plan.AffinityCookie(o.Spec, o.Status))
 }
