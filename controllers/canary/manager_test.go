@@ -33,8 +33,8 @@ type runningManager struct {
 	analyzer *scriptedAnalyzer
 	// events are the events the controller recorded.
 	events *eventLog
-	cancel   context.CancelFunc
-	done     chan error
+	cancel context.CancelFunc
+	done   chan error
 }
 
 // startManager runs a manager with the canary controller against env, watching namespace ns.
