@@ -114,6 +114,7 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 		Now: tick.Now(), Spec: canary.Spec, Status: canary.Status, Revision: revision, TrackedConfigs: tracked,
 		Primary:        workloadOf(primary, primary.Annotations[AnnotationRevision]),
 		PrimaryCreated: created, MetricsWait: metricsWait,
+		PrimaryWaitingOn: r.primaryWaitingOn(ctx, canary, primary, primaryReady),
 		Requests: map[string]string{
 			sluicev1.AnnotationPromote: canary.Annotations[sluicev1.AnnotationPromote],
 			sluicev1.AnnotationAbort:   canary.Annotations[sluicev1.AnnotationAbort],

@@ -18,8 +18,9 @@ func setPhaseConditions(c *sluicev1.Canary, hold *plan.Hold, events []planevent.
 	s := &c.Status
 	switch s.Phase {
 	case sluicev1.CanaryPhaseInitializing:
-		if hold != nil { // waiting for the metrics server
-			reconcilekit.SetSummary(c, reconcilekit.Summary{Ready: metav1.ConditionFalse, Reason: hold.Reason, Message: hold.Message, Reconciling: true})
+		if hold != nil { // waiting for the primary (what it waits on) or the metrics server
+			reconcilekit.SetSummary(c, reconcilekit.Summary{Ready: metav1.ConditionFalse, Reason: hold.Reason, Message: hold.Message, Reconciling: true,
+				ReconcilingMessage: hold.Message})
 			break
 		}
 		reconcilekit.SetSummary(c, reconcilekit.Summary{Ready: metav1.ConditionFalse, Reason: sluicev1.ReasonInitializing,

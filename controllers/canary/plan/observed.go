@@ -57,6 +57,10 @@ type Observed struct {
 	// rebuilt from a target back on the promoted revision): the lifecycle starts over at
 	// Initializing.
 	PrimaryCreated bool
+	// PrimaryWaitingOn, while initializing with an unready primary, is what it waits on, as its
+	// Deployment and pods say (a ReplicaSet's FailedCreate, ImagePullBackOff, Unschedulable); ""
+	// when nothing names it.
+	PrimaryWaitingOn string
 	// MetricsWait, when set, keeps an initializing Canary waiting for its metrics server.
 	MetricsWait *Hold
 	// Answers are the gate webhook answers the controller received this tick; Decide records them
