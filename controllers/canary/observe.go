@@ -57,6 +57,14 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 			return nil, err
 		}
 	}
+	if err := r.validateQueries(ctx, canary); err != nil {
+		if _, ok := reconcilekit.AsStalled(err); ok {
+			obs.analysisBroken = true
+		}
+		if err := soft(err); err != nil {
+			return nil, err
+		}
+	}
 	target, err := r.target(ctx, canary)
 	if err := soft(err); err != nil {
 		return nil, err
