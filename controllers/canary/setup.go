@@ -33,9 +33,7 @@ const (
 // Route kinds whose CRDs are not installed are not watched. maxConcurrent bounds the workers.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, maxConcurrent int) error {
 	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(ctx, &sluicev1.Canary{}, indexTarget, func(o client.Object) []string {
-		return []string{o.(*sluicev1.Canary).Spec.TargetRef.Name}
-	}); err != nil {
+	if err := idx.IndexField(ctx, &sluicev1.Canary{}, indexTarget, indexTargetValue); err != nil {
 		return err
 	}
 	if err := idx.IndexField(ctx, &sluicev1.Canary{}, indexConfigs, func(o client.Object) []string {
@@ -53,6 +51,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, max
 		}
 		return nil
 	}); err != nil {
+		return err
+	}
+	if err := registerEconomyIndexes(ctx, idx); err != nil {
 		return err
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
