@@ -148,6 +148,11 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 	if stall == nil {
 		stall = windowStall
 	}
+	if plan.PausedWithTraffic(canary.Spec, canary.Status) {
+		hold = &plan.Hold{Reason: sluicev1.ReasonSuspended, Deliberate: true, Message: fmt.Sprintf(
+			"paused (spec.suspend) at canary weight %d: the advance holds; checks keep running every interval and a failing canary still rolls back; the progress deadline waits until resumed",
+			canary.Status.CanaryWeight)}
+	}
 	o.Hold, o.Stall = hold, stall
 	obs.o = o
 	return obs, nil

@@ -49,7 +49,7 @@ func setPhaseConditions(c *sluicev1.Canary, hold *plan.Hold, events []planevent.
 					sluicev1.ReasonMetricsUnavailable
 			}
 		}
-		if hold != nil && s.Phase == sluicev1.CanaryPhaseProgressing {
+		if hold != nil && (s.Phase == sluicev1.CanaryPhaseProgressing || hold.Deliberate && s.Phase == sluicev1.CanaryPhaseWaitingPromotion) {
 			msg, reason = msg+"; held: "+hold.Message, hold.Reason
 		}
 		reconcilekit.SetSummary(c, reconcilekit.Summary{Ready: metav1.ConditionUnknown, Reason: reason, Message: msg, Reconciling: true})
