@@ -40,6 +40,9 @@ const (
 	ReasonPrimaryMissing     = "PrimaryMissing"
 	ReasonTargetConflict     = "TargetConflict"
 	ReasonReconcileError     = "ReconcileError"
+	// ReasonInitializationStalled: the primary did not become ready within the progress
+	// deadline during initialization (the message names what it waits on).
+	ReasonInitializationStalled = "InitializationStalled"
 	// ReasonInvalidQuery: a MetricTemplate's query does not render or is not valid PromQL.
 	ReasonInvalidQuery = "InvalidQuery"
 	// ReasonValidQuery: a MetricTemplate's query renders and parses.

@@ -16,6 +16,7 @@ import (
 
 	"sluice.dev/sluice/analysis"
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/canary/plan"
 	"sluice.dev/sluice/controllers/internal/reconcilekit"
 	"sluice.dev/sluice/egress"
 	"sluice.dev/sluice/providers"
@@ -129,6 +130,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		// The finalizer patch moved the resourceVersion: start the next tick from a fresh read.
 		tick.Rebase()
 		return reconcilekit.StaleResult(), err
+	}
+	if plan.PausedWithTraffic(canary.Spec, canary.Status) {
+		// Traffic is on the canary: the pause holds only the advance (observe turns it into a
+		// deliberate hold); the checks go on.
+		if !reconcilekit.IsSuspended(canary) {
+			tick.Normal(sluicev1.ReasonSuspended, fmt.Sprintf("Paused (spec.suspend) at canary weight %d: the advance holds; checks keep running and a failing canary still rolls back",
+				canary.Status.CanaryWeight))
+		}
+		return r.reconcileRun(ctx, tick, canary)
 	}
 	if canary.Spec.Suspend {
 		if reconcilekit.MarkSuspended(canary, "Reconciliation is suspended (spec.suspend)") {

@@ -58,6 +58,14 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 			return nil, err
 		}
 	}
+	if err := r.validateQueries(ctx, canary); err != nil {
+		if _, ok := reconcilekit.AsStalled(err); ok {
+			obs.analysisBroken = true
+		}
+		if err := soft(err); err != nil {
+			return nil, err
+		}
+	}
 	target, err := r.target(ctx, canary)
 	if err := soft(err); err != nil {
 		return nil, err
@@ -120,6 +128,7 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 		Now: tick.Now(), Spec: canary.Spec, Status: canary.Status, Revision: revision, TrackedConfigs: tracked,
 		Primary:        primary.summary(primary.obj().GetAnnotations()[AnnotationRevision]),
 		PrimaryCreated: created, MetricsWait: metricsWait,
+		PrimaryWaitingOn: r.primaryWaitingOn(ctx, canary, primary, primaryReady),
 		Requests: map[string]string{
 			sluicev1.AnnotationPromote: canary.Annotations[sluicev1.AnnotationPromote],
 			sluicev1.AnnotationAbort:   canary.Annotations[sluicev1.AnnotationAbort],
@@ -139,6 +148,11 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 	}
 	if stall == nil {
 		stall = windowStall
+	}
+	if plan.PausedWithTraffic(canary.Spec, canary.Status) {
+		hold = &plan.Hold{Reason: sluicev1.ReasonSuspended, Deliberate: true, Message: fmt.Sprintf(
+			"paused (spec.suspend) at canary weight %d: the advance holds; checks keep running every interval and a failing canary still rolls back; the progress deadline waits until resumed",
+			canary.Status.CanaryWeight)}
 	}
 	o.Hold, o.Stall = hold, stall
 	obs.o = o

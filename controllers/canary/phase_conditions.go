@@ -18,8 +18,9 @@ func setPhaseConditions(c *sluicev1.Canary, hold *plan.Hold, events []planevent.
 	s := &c.Status
 	switch s.Phase {
 	case sluicev1.CanaryPhaseInitializing:
-		if hold != nil { // waiting for the metrics server
-			reconcilekit.SetSummary(c, reconcilekit.Summary{Ready: metav1.ConditionFalse, Reason: hold.Reason, Message: hold.Message, Reconciling: true})
+		if hold != nil { // waiting for the primary (what it waits on) or the metrics server
+			reconcilekit.SetSummary(c, reconcilekit.Summary{Ready: metav1.ConditionFalse, Reason: hold.Reason, Message: hold.Message, Reconciling: true,
+				ReconcilingMessage: hold.Message})
 			break
 		}
 		reconcilekit.SetSummary(c, reconcilekit.Summary{Ready: metav1.ConditionFalse, Reason: sluicev1.ReasonInitializing,
@@ -48,7 +49,7 @@ func setPhaseConditions(c *sluicev1.Canary, hold *plan.Hold, events []planevent.
 					sluicev1.ReasonMetricsUnavailable
 			}
 		}
-		if hold != nil && s.Phase == sluicev1.CanaryPhaseProgressing {
+		if hold != nil && (s.Phase == sluicev1.CanaryPhaseProgressing || hold.Deliberate && s.Phase == sluicev1.CanaryPhaseWaitingPromotion) {
 			msg, reason = msg+"; held: "+hold.Message, hold.Reason
 		}
 		reconcilekit.SetSummary(c, reconcilekit.Summary{Ready: metav1.ConditionUnknown, Reason: reason, Message: msg, Reconciling: true})

@@ -57,10 +57,14 @@ func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *
 		return res, obs.o.Stall, err
 	}
 	d := plan.Decide(obs.o)
-	if err := r.apply(ctx, tick, canary, router, obs, d); err != nil {
-		return ctrl.Result{}, obs.o.Stall, err
+	stall := obs.o.Stall
+	if d.Stall != nil {
+		stall = d.Stall
 	}
-	return ctrl.Result{RequeueAfter: d.RequeueAfter}, obs.o.Stall, nil
+	if err := r.apply(ctx, tick, canary, router, obs, d); err != nil {
+		return ctrl.Result{}, stall, err
+	}
+	return ctrl.Result{RequeueAfter: d.RequeueAfter}, stall, nil
 }
 
 // stallPermanent turns a provider error that says the route or the spec can never work as it is

@@ -64,23 +64,6 @@ func Decide(o Observed) Decision {
 	return d
 }
 
-// initialize waits for the primary to become ready, then routes everything to it and scales the
-// target down.
-func initialize(o Observed, d *Decision) {
-	d.setPhase(sluicev1.CanaryPhaseInitializing, o.Now)
-	if o.MetricsWait != nil || !o.Primary.IsReady(PrimaryReadyThreshold(o.Spec)) {
-		d.RequeueAfter = PollInterval
-		return
-	}
-	d.setWeight(0)
-	d.do(ActionScaleCanaryDown)
-	d.Status.LastAppliedSpec = o.Primary.Revision
-	d.Status.LastPromotedSpec = o.Primary.Revision
-	d.Status.TrackedConfigs = o.TrackedConfigs
-	d.setPhase(sluicev1.CanaryPhaseInitialized, o.Now)
-	d.normal(EventInitialized, fmt.Sprintf("Initialization done: primary %s ready, all traffic on the primary", o.Primary.Revision))
-}
-
 // idle watches for a new revision while no run is in flight, keeps the target scaled down and the
 // primary on the promoted revision.
 func idle(o Observed, d *Decision) {

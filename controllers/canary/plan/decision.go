@@ -54,6 +54,11 @@ type Decision struct {
 	// still be Progressing and move traffic forward again. Forward moves write the status last: a
 	// lost status is recovered from the route and the primary (see recoverLostWrites).
 	StatusFirst bool
+	// Waiting, during initialization, says what the primary is waiting on (for the conditions).
+	Waiting *Hold
+	// Stall, during initialization, reports it stalled past the progress deadline with its root
+	// cause: the controller sets the Stalled condition and records the event once.
+	Stall *Hold
 }
 
 // Has reports whether the decision carries action a.

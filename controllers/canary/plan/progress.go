@@ -33,6 +33,7 @@ func progress(o Observed, d *Decision) {
 	if recoverLostWrites(o, d) {
 		return
 	}
+	defer pauseDeadline(o, d)
 	if rolledBack(o, d) {
 		return
 	}
@@ -247,7 +248,7 @@ func rolledBack(o Observed, d *Decision) bool {
 		rollback(o, d, fmt.Sprintf("metrics unavailable for %d consecutive checks (consecutiveErrorLimit %d)", o.Status.ConsecutiveErrors, limit))
 		return true
 	}
-	if deadlinePassed(o) {
+	if deadlinePassed(o) && !pausedByOperator(o) {
 		why := ""
 		switch {
 		case o.Stall != nil:
@@ -332,4 +333,20 @@ func rollback(o Observed, d *Decision, reason string) {
 	if restore {
 		d.do(ActionRestorePrimary)
 	}
+}
+
+// pauseDeadline keeps the progress deadline waiting during an operator's pause: each check taken
+// while paused counts as progress for the deadline only (the failed-check threshold still
+// applies), so after a resume the deadline counts from the last check, not from before the pause.
+func pauseDeadline(o Observed, d *Decision) {
+	if !pausedByOperator(o) || !runningPhase(d.Status.Phase) {
+		return
+	}
+	if last := d.Status.LastStepTime; last != nil && (o.Status.LastStepTime == nil || last.After(o.Status.LastStepTime.Time)) {
+		d.Status.LastProgressTime = last.DeepCopy()
+	}
+}
+
+func runningPhase(p sluicev1.CanaryPhase) bool {
+	return p == sluicev1.CanaryPhaseProgressing || p == sluicev1.CanaryPhaseWaitingPromotion
 }
