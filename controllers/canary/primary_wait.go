@@ -21,23 +21,26 @@ import (
 // admission webhook) or Progressing=False condition, else the reasons its pods are not ready
 // (ImagePullBackOff, Unschedulable, ...). "" when nothing names a cause. The pods are read around
 // the cache, only in this state, so a Canary at rest costs no pod watch.
-func (r *Reconciler) primaryWaitingOn(ctx context.Context, canary *sluicev1.Canary, primary *appsv1.Deployment, ready bool) string {
+func (r *Reconciler) primaryWaitingOn(ctx context.Context, canary *sluicev1.Canary, primary workload, ready bool) string {
 	phase := canary.Status.Phase
 	if ready || primary == nil || (phase != "" && phase != sluicev1.CanaryPhaseInitializing) {
 		return ""
 	}
-	if why := deploymentProblem(primary); why != "" {
-		return why
+	if d, ok := primary.obj().(*appsv1.Deployment); ok {
+		if why := deploymentProblem(d); why != "" {
+			return why
+		}
 	}
 	reader := client.Reader(r.Client)
 	if r.APIReader != nil {
 		reader = r.APIReader
 	}
-	if primary.Spec.Selector == nil || len(primary.Spec.Selector.MatchLabels) == 0 {
+	sel := primary.selector()
+	if sel == nil || len(sel.MatchLabels) == 0 {
 		return ""
 	}
 	pods := &corev1.PodList{}
-	if err := reader.List(ctx, pods, client.InNamespace(primary.Namespace), client.MatchingLabels(primary.Spec.Selector.MatchLabels)); err != nil {
+	if err := reader.List(ctx, pods, client.InNamespace(primary.obj().GetNamespace()), client.MatchingLabels(sel.MatchLabels)); err != nil {
 		log.FromContext(ctx).Info("Listing the primary's pods failed", "error", err.Error())
 		return ""
 	}
