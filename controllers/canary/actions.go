@@ -31,7 +31,7 @@ func (r *Reconciler) execute(ctx context.Context, canary *sluicev1.Canary, route
 		case plan.ActionSetWeights:
 			err = router.SetRoutes(ctx, canary, providers.CanaryWeight(d.Status.CanaryWeight))
 		case plan.ActionRestorePrimary:
-			err = r.restorePrimary(ctx, primary, d.Status.LastPromotedSpec)
+			err = r.restorePrimary(ctx, canary, primary, d.Status.LastPromotedSpec)
 		case plan.ActionABRoutesOn:
 			err = router.SetABRoutes(ctx, canary, true)
 		case plan.ActionABRoutesOff:

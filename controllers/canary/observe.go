@@ -83,6 +83,10 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 	if err != nil {
 		return nil, err
 	}
+	// The copies agree with the revision the primary runs, even after a crash between writes.
+	if err := soft(r.settleConfigs(ctx, canary, primary)); err != nil {
+		return nil, err
+	}
 	if err := soft(r.ensureAutoscalers(ctx, canary, primary)); err != nil {
 		return nil, err
 	}

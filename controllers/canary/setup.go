@@ -32,6 +32,10 @@ const (
 // metadata only).
 // Route kinds whose CRDs are not installed are not watched. maxConcurrent bounds the workers.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, maxConcurrent int) error {
+	// Notifications are delivered in the background; a stopping manager waits for them.
+	if err := mgr.Add(&r.deliveries); err != nil {
+		return err
+	}
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &sluicev1.Canary{}, indexTarget, func(o client.Object) []string {
 		return []string{o.(*sluicev1.Canary).Spec.TargetRef.Name}
