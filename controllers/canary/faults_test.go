@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -45,9 +46,11 @@ type faultRun struct {
 	routeTrail []int32 // canary weights the route took, in order
 	// configTrail is the data ("mode") the primary's ConfigMap copy held, in order.
 	configTrail []string
-	hit         []faults.Fault
-	counts      map[faults.Kind]int
-	log         []string
+	// outage names the first moment the route sent traffic to a canary scaled to zero.
+	outage string
+	hit    []faults.Fault
+	counts map[faults.Kind]int
+	log    []string
 }
 
 // goldenRun is a golden run of the fault-injection table.
@@ -116,6 +119,7 @@ func runGolden(t *testing.T, g goldenRun, fault *faults.Fault) faultRun {
 	}
 	var trail []int32
 	var configTrail []string
+	outage := ""
 	want := sluicev1.CanaryPhaseSucceeded
 	if g.bad {
 		want = sluicev1.CanaryPhaseFailed
@@ -130,6 +134,9 @@ func runGolden(t *testing.T, g goldenRun, fault *faults.Fault) faultRun {
 		h.record()
 		if w := h.routeWeights(); w.Canary >= 0 && (len(trail) == 0 || trail[len(trail)-1] != w.Canary) {
 			trail = append(trail, w.Canary)
+		}
+		if w := h.routeWeights(); w.Canary > 0 && ptr.Deref(h.deployment("podinfo").Spec.Replicas, 1) == 0 && outage == "" {
+			outage = fmt.Sprintf("the route sends %d%% to a canary scaled to 0 (phase %s)", w.Canary, h.last.Phase)
 		}
 		if m := h.primaryConfigMode(); len(configTrail) == 0 || configTrail[len(configTrail)-1] != m {
 			configTrail = append(configTrail, m)
@@ -154,7 +161,7 @@ func runGolden(t *testing.T, g goldenRun, fault *faults.Fault) faultRun {
 		s.Phase, s.CanaryWeight, s.FailedChecks, s.Iterations, s.LastPromotedSpec == s.LastAppliedSpec, w.Primary, w.Canary,
 		*h.deployment("podinfo").Spec.Replicas, primary.Spec.Template.Spec.Containers[0].Image,
 		primary.Annotations[AnnotationRevision] == s.LastPromotedSpec, h.primaryConfigMode(), h.restorePoints())
-	run := faultRun{final: final, analyses: h.analyzer.Calls(), routeTrail: trail, configTrail: configTrail, log: h.log}
+	run := faultRun{final: final, analyses: h.analyzer.Calls(), routeTrail: trail, configTrail: configTrail, outage: outage, log: h.log}
 	for _, n := range hooks.calls {
 		run.hookCalls = max(run.hookCalls, n)
 	}
@@ -176,6 +183,9 @@ func TestFaultInjectionOverEveryWrite(t *testing.T) {
 			clean := runGolden(t, tc, nil)
 			counts := clean.counts
 			t.Logf("fault-free: %s; writes %v", clean.final, counts)
+			if clean.outage != "" {
+				t.Fatalf("fault-free run: %s", clean.outage)
+			}
 			if tc.promoting {
 				// The fault-free run itself: the primary and its config copy were promoted, then
 				// both returned to the last promoted revision, and no restore point is left.
@@ -206,6 +216,9 @@ func TestFaultInjectionOverEveryWrite(t *testing.T) {
 						}
 						if tc.promoting && got.configTrail[len(got.configTrail)-1] != "v1" {
 							t.Errorf("%s: the primary's config copy ends at %v", where, got.configTrail)
+						}
+						if got.outage != "" {
+							t.Errorf("%s: %s", where, got.outage)
 						}
 						if backAndForth(got.routeTrail) {
 							t.Errorf("%s: traffic moved backwards then forwards", where)

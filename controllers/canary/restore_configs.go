@@ -127,6 +127,31 @@ func (r *Reconciler) snapshotConfigs(ctx context.Context, canary *sluicev1.Canar
 		if err != nil {
 			return fmt.Errorf("keeping the restore point of %s %s: %w", configKind(ref.Kind), ref.Name, err)
 		}
+		// The copies are overwritten only once the restore point is certainly there.
+		if err := r.confirmSnapshot(ctx, dst, revision); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// confirmSnapshot reads the restore point snap back (from the apiserver when an API reader is
+// set) and fails unless it holds revision: a write reported done but not there would let the
+// promotion overwrite the only copy of the promoted revision's configs.
+func (r *Reconciler) confirmSnapshot(ctx context.Context, snap client.Object, revision string) error {
+	var reader client.Reader = r.Client
+	if r.APIReader != nil {
+		reader = r.APIReader
+	}
+	got, ok := snap.DeepCopyObject().(client.Object)
+	if !ok {
+		return fmt.Errorf("%T is not a client.Object", snap)
+	}
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(snap), got); err != nil {
+		return fmt.Errorf("confirming the restore point %s: %w", snap.GetName(), err)
+	}
+	if got.GetAnnotations()[AnnotationRevision] != revision {
+		return fmt.Errorf("restore point %s holds revision %q, not %s: not written yet", snap.GetName(), got.GetAnnotations()[AnnotationRevision], revision)
 	}
 	return nil
 }

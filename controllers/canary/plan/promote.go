@@ -7,8 +7,13 @@ import (
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 )
 
-// startPromotion begins copying the canary's template and configs to the primary.
+// startPromotion begins copying the canary's template and configs to the primary. The status
+// (Promoting, with the check that allowed it counted) is written first: the promotion is several
+// writes (config restore points, config copies, the primary), and a crash between them must
+// neither repeat that check nor leave the run Progressing; the Promoting phase retries the
+// promotion until the primary runs the revision (promote).
 func startPromotion(o Observed, d *Decision) {
+	d.StatusFirst = true
 	d.setPhase(sluicev1.CanaryPhasePromoting, o.Now)
 	d.Status.LastProgressTime = stamp(o.Now)
 	d.do(ActionPromotePrimary)

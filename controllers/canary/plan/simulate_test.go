@@ -121,6 +121,9 @@ func (w *world) tick(t *testing.T) Decision {
 			if w.cookie != "" || w.mirror != 0 {
 				t.Fatalf("canary scaled down while the route still has cookie %q / mirror %d", w.cookie, w.mirror)
 			}
+			if w.routeWeight > 0 {
+				t.Fatalf("canary scaled down while the route still sends it %d%% (phase %s)", w.routeWeight, d.Status.Phase)
+			}
 			w.canaryReplicas = 0
 		case ActionPromotePrimary:
 			w.primaryRevision = w.targetRevision
