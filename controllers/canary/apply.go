@@ -39,7 +39,7 @@ func (r *Reconciler) adopt(tick *reconcilekit.Tick, canary *sluicev1.Canary, obs
 	if d.Status.Phase == sluicev1.CanaryPhaseInitializing && obs.o.MetricsWait != nil {
 		hold = obs.o.MetricsWait
 	}
-	setPhaseConditions(canary, hold, d.Events)
+	setPhaseConditions(canary, hold, unreadyCanary(canary, obs.o), d.Events)
 	observeMetrics(canary, d.Events)
 	r.queueHooks(tick, canary, d.Events)
 	r.queueNotifications(tick, canary, d.Events)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
@@ -252,6 +253,8 @@ func rolledBack(o Observed, d *Decision) bool {
 		switch {
 		case o.Stall != nil:
 			why = fmt.Sprintf(" while stalled (%s: %s)", o.Stall.Reason, o.Stall.Message)
+		case reconcileError(o.Status) != "":
+			why = fmt.Sprintf(" while its writes failed (%s: %s)", sluicev1.ReasonReconcileError, reconcileError(o.Status))
 		case !o.Canary.IsReady(CanaryReadyThreshold(o.Spec)):
 			why = fmt.Sprintf(" waiting for the canary to become ready (%d/%d ready)", o.Canary.Ready, o.Canary.Desired)
 		case o.Status.LastCheck != nil && o.Status.LastCheck.Outcome != sluicev1.CheckPassed:
@@ -264,6 +267,16 @@ func rolledBack(o Observed, d *Decision) bool {
 		return true
 	}
 	return false
+}
+
+// reconcileError is the message of the error the last ticks failed with (Ready=False with reason
+// ReconcileError: a route or workload write refused, say), or "".
+func reconcileError(s sluicev1.CanaryStatus) string {
+	if c := meta.FindStatusCondition(s.Conditions, sluicev1.ConditionReady); c != nil &&
+		c.Status == metav1.ConditionFalse && c.Reason == sluicev1.ReasonReconcileError {
+		return c.Message
+	}
+	return ""
 }
 
 func deadlinePassed(o Observed) bool {
