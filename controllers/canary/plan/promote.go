@@ -38,6 +38,10 @@ func promote(o Observed, d *Decision) {
 		startRun(o, d)
 		return
 	}
+	if promoted && o.Revision != o.Status.LastAppliedSpec {
+		newRevisionAfterPromotion(o, d)
+		return
+	}
 	if o.Status.FailedChecks >= Threshold(o.Spec) || o.Status.ConsecutiveErrors >= ConsecutiveErrorLimit(o.Spec) {
 		rolledBack(o, d)
 		return
@@ -87,6 +91,21 @@ func promote(o Observed, d *Decision) {
 	d.setPhase(sluicev1.CanaryPhaseFinalising, o.Now)
 	d.RequeueAfter = time.Millisecond
 	d.normal(EventFinalising, "All traffic on the promoted primary; scaling the canary down")
+}
+
+// newRevisionAfterPromotion handles a new target revision once the primary already runs the
+// run's (analysed) one: the canary's pods are rolling to a revision no check has judged, so every
+// request leaves the canary in this tick (weight 0, A/B rules and mirroring off with the phase) —
+// to the primary, which serves the analysed revision — and the promotion completes. The new
+// revision then starts its own run from weight 0.
+func newRevisionAfterPromotion(o Observed, d *Decision) {
+	d.setWeight(0)
+	d.Status.LastStepTime = stamp(o.Now)
+	d.Status.LastProgressTime = stamp(o.Now)
+	d.setPhase(sluicev1.CanaryPhaseFinalising, o.Now)
+	d.RequeueAfter = time.Millisecond
+	d.warning(EventRestarted, fmt.Sprintf("New revision %s while promoting %s: all traffic to the primary, which runs %s; the promotion completes, then %s starts its own run",
+		o.Revision, o.Status.LastAppliedSpec, o.Status.LastAppliedSpec, o.Revision))
 }
 
 // promotionChecks reports whether a promotion steps its weight back to the primary over several

@@ -25,6 +25,7 @@ type world struct {
 	primaryReplicas  int32
 	canaryReplicas   int32
 	canaryNeverReady bool
+	primaryRolling   bool // the primary's rollout has not finished (its ready pods still serve)
 	routeWeight      int32
 	abOn             bool   // the route holds A/B rules
 	mirror           int32  // the route mirrors this percentage to the canary
@@ -63,7 +64,7 @@ func (w *world) observe() Observed {
 	return Observed{
 		Now: w.now, Spec: w.spec, Status: w.status, Revision: w.targetRevision,
 		Primary: Workload{Exists: w.primaryRevision != "", Revision: w.primaryRevision,
-			Desired: w.primaryReplicas, Ready: w.primaryReplicas, Updated: w.primaryReplicas, RolledOut: true},
+			Desired: w.primaryReplicas, Ready: w.primaryReplicas, Updated: w.primaryReplicas, RolledOut: !w.primaryRolling},
 		Canary: Workload{Exists: true, Revision: w.targetRevision, Desired: w.canaryReplicas,
 			Ready: canaryReady, Updated: w.canaryReplicas, RolledOut: true},
 		RouteWeight: w.routeWeight, RouteKnown: true, RouteABOn: w.abOn, RouteABKnown: true,
