@@ -143,6 +143,9 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 	if stall == nil {
 		stall = windowStall
 	}
+	if stall == nil {
+		stall = plan.PrimaryUnready(o)
+	}
 	o.Hold, o.Stall = hold, stall
 	obs.o = o
 	return obs, nil

@@ -105,6 +105,27 @@ func unreadyCanary(o Observed, d *Decision) bool {
 	return true
 }
 
+// PrimaryUnready is the stall of a run whose primary fell below its ready threshold while it
+// still serves a share (Progressing, WaitingPromotion), or nil. The run then takes no step and
+// does not promote — moving the primary's share to the canary would send more traffic to a
+// revision still under analysis —, checks go on, the condition and events say why, and the
+// progress deadline ends the run if the primary does not recover.
+func PrimaryUnready(o Observed) *Hold {
+	switch o.Status.Phase {
+	case sluicev1.CanaryPhaseProgressing, sluicev1.CanaryPhaseWaitingPromotion:
+	default:
+		return nil
+	}
+	threshold := PrimaryReadyThreshold(o.Spec)
+	// Ready pods, not a finished rollout: a primary whose status lags a spec change still serves.
+	if !o.Primary.Exists || (o.Primary.Ready > 0 && o.Primary.ReadyPercent() >= threshold) {
+		return nil
+	}
+	return &Hold{Reason: sluicev1.ReasonPrimaryUnready, Message: fmt.Sprintf(
+		"primary has %d/%d ready pods, below its ready threshold %d%%: the run holds (no step, no promotion) until it recovers, within the progress deadline (%s)",
+		o.Primary.Ready, o.Primary.Desired, threshold, ProgressDeadline(o.Spec))}
+}
+
 // advanceHeld reports whether a hold or a stall keeps the step from advancing, and looks again
 // when it may lift.
 func advanceHeld(o Observed, d *Decision) bool {
