@@ -32,9 +32,10 @@ start_manager() {
 stop_manager() {
   if alive "$MANAGER_PIDFILE"; then
     local pid; pid=$(cat "$MANAGER_PIDFILE")
-    kill -TERM "$pid"
+    # The manager may exit between a check and a signal: a pid that is gone counts as stopped.
+    kill -TERM "$pid" 2>/dev/null || true
     for _ in $(seq 60); do alive "$MANAGER_PIDFILE" || break; sleep 0.5; done
-    if alive "$MANAGER_PIDFILE"; then kill -KILL "$pid"; fi
+    if alive "$MANAGER_PIDFILE"; then kill -KILL "$pid" 2>/dev/null || true; fi
   fi
   rm -f "$MANAGER_PIDFILE"
 }
@@ -71,9 +72,9 @@ down() {
   stop_manager
   if ! running; then echo "demo stack not running"; rm -f "$PIDFILE"; return 0; fi
   pid=$(cat "$PIDFILE")
-  kill -INT "$pid"
+  kill -INT "$pid" 2>/dev/null || true
   for _ in $(seq 120); do running || break; sleep 0.5; done
-  if running; then kill -KILL "$pid"; fi
+  if running; then kill -KILL "$pid" 2>/dev/null || true; fi
   rm -f "$PIDFILE"
   left=$(pgrep -f "$PWD/$STATE/cluster" || true)
   if [[ -n $left ]]; then echo "left running after stop: $left"; exit 1; fi

@@ -9,6 +9,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -101,6 +102,11 @@ func Start() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	return startWithCRDs(paths)
+}
+
+// startWithCRDs starts etcd and kube-apiserver and installs the CRDs found in paths.
+func startWithCRDs(paths []string) (*Env, error) {
 	scheme := NewScheme()
 	env := &envtest.Environment{
 		CRDDirectoryPaths:        paths,
@@ -113,6 +119,11 @@ func Start() (*Env, error) {
 	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.0.0.0/16")
 	cfg, err := env.Start()
 	if err != nil {
+		// envtest returns without stopping etcd and kube-apiserver when a later step (CRD
+		// installation) fails; stop whatever did start so no process outlives the test binary.
+		if stopErr := env.Stop(); stopErr != nil {
+			err = errors.Join(err, fmt.Errorf("stopping the partly started control plane: %w", stopErr))
+		}
 		return nil, fmt.Errorf("starting envtest: %w", err)
 	}
 	// Many reconcilers and test clients share one apiserver: lift client-side throttling.
