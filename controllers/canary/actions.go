@@ -21,7 +21,9 @@ func (r *Reconciler) execute(ctx context.Context, canary *sluicev1.Canary, route
 		case plan.ActionScaleCanaryUp:
 			err = r.scaleCanaryUp(ctx, canary, target, primary)
 		case plan.ActionScaleCanaryDown:
-			err = r.scaleCanaryDown(ctx, canary, target)
+			if err = routedAway(ctx, router, canary); err == nil {
+				err = r.scaleCanaryDown(ctx, canary, target)
+			}
 		case plan.ActionScalePrimaryUp:
 			if primary.Spec.Replicas == nil || *primary.Spec.Replicas < d.PrimaryReplicas {
 				err = r.scale(ctx, primary, d.PrimaryReplicas)
@@ -52,4 +54,16 @@ func (r *Reconciler) execute(ctx context.Context, canary *sluicev1.Canary, route
 		}
 	}
 	return nil
+}
+
+// routedAway confirms, by reading the route back, that it sends the canary no weight before the
+// canary scales down (the last action of a decision, after the route writes): a route write that
+// was reported done but did not land must not leave traffic on a canary without pods. A route that
+// cannot be read (none yet) does not hold the scale-down.
+func routedAway(ctx context.Context, router providers.Router, canary *sluicev1.Canary) error {
+	w, err := router.GetRoutes(ctx, canary)
+	if err != nil || w.Canary == 0 {
+		return nil
+	}
+	return fmt.Errorf("the route still sends %d%% to the canary: its scale-down waits until the route is at 0", w.Canary)
 }
