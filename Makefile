@@ -59,6 +59,14 @@ test: cluster-tools prometheus ## Build tools, then run unit, envtest and end-to
 bench: tools ## Run benchmarks.
 	go test -run '^$$' -bench . -benchmem ./...
 
+# N Canaries for bench-scale; BENCH_ARGS passes more flags (go run ./hack/benchscale -h).
+N ?= 100
+BENCH_ARGS ?=
+
+.PHONY: bench-scale
+bench-scale: cluster-tools ## Scale benchmark on the local cluster: N Canaries (default 100) created, idle, then all released at once; prints a table.
+	go run ./hack/benchscale -n $(N) $(BENCH_ARGS)
+
 ##@ Demo
 .PHONY: demo
 demo: cluster-tools prometheus ## Run a good and a bad release end to end on a local cluster.

@@ -34,6 +34,7 @@ type config struct {
 	allowCrossNamespace    bool
 	allowedDestinations    string
 	enableDataPlane        bool
+	scale                  scaleFlags
 }
 
 func parseFlags(args []string) (config, zap.Options, error) {
@@ -51,11 +52,12 @@ func parseFlags(args []string) (config, zap.Options, error) {
 	fs.StringVar(&c.leaderElectionID, "leader-election-id", "sluice.sluice.dev", "Name of the leader-election Lease.")
 	fs.StringVar(&c.leaderElectionNS, "leader-election-namespace", "", "Namespace of the Lease (default: the pod's namespace).")
 	fs.StringVar(&c.namespaces, "namespace", "", "Comma-separated namespaces to watch; empty watches all.")
-	fs.IntVar(&c.maxConcurrent, "max-concurrent-reconciles", 4, "Canaries reconciled in parallel.")
+	fs.IntVar(&c.maxConcurrent, "max-concurrent-reconciles", manager.DefaultWorkers, "Canaries reconciled in parallel.")
 	fs.IntVar(&c.maxProgressing, "max-progressing", 0, "Canaries allowed to run at once; others wait in Waiting. 0: no cap.")
 	fs.StringVar(&c.metricsServer, "metrics-server", "http://prometheus:9090", "Default Prometheus address for analysis.")
 	fs.DurationVar(&c.scrapeInterval, "prometheus-scrape-interval", 15*time.Second, "Prometheus scrape interval; metric windows must be at least twice it.")
 	fs.DurationVar(&c.queryTimeout, "query-timeout", 10*time.Second, "Timeout of one Prometheus query.")
+	c.scale.bind(fs)
 	opts := zap.Options{}
 	opts.BindFlags(fs)
 	err := fs.Parse(args)
@@ -90,13 +92,15 @@ func run(ctx context.Context, cfg config) error {
 		AllowedDestinations: splitList(cfg.allowedDestinations), DisableDataPlane: !cfg.enableDataPlane,
 		Namespaces: splitList(cfg.namespaces),
 	}
+	cfg.scale.apply(&o)
 	mgr, err := manager.New(ctx, restCfg, o)
 	if err != nil {
 		return err
 	}
 	ctrl.Log.Info("Starting manager", "leaderElection", cfg.leaderElect, "namespaces", o.Namespaces,
 		"controllerNamespace", o.ControllerNamespace, "allowCrossNamespaceRefs", o.AllowCrossNamespaceRefs,
-		"allowedDestinations", o.AllowedDestinations, "dataPlane", cfg.enableDataPlane, "metricsSecure", cfg.metricsSecure)
+		"allowedDestinations", o.AllowedDestinations, "dataPlane", cfg.enableDataPlane, "metricsSecure", cfg.metricsSecure,
+		"shard", o.Shard, "shardName", o.ShardName, "kubeAPIQPS", o.KubeAPIQPS, "kubeAPIBurst", o.KubeAPIBurst)
 	return mgr.Start(ctx)
 }
 

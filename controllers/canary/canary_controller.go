@@ -49,6 +49,9 @@ type Options struct {
 	// Egress refuses webhook URLs and metricsServer addresses up front (nil: only link-local and
 	// cloud-metadata addresses); the clients of webhooks, notify and analysis enforce it too.
 	Egress *egress.Policy
+	// StepEvents posts a Kubernetes event for every weight step (economy.go). Default: steps
+	// are in the status, the log, the metrics and the event webhooks only.
+	StepEvents bool
 }
 
 // Reconciler drives Canaries through their lifecycle. Every read goes through the manager's cache;
@@ -112,7 +115,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if !ok {
 		return reconcilekit.StaleResult(), nil
 	}
-	defer func() { result, retErr = tick.End(ctx, result, retErr) }()
+	defer func() {
+		result, retErr = tick.End(ctx, result, retErr)
+		result = nextLook(canary, result, retErr) // requeue.go: idle is free
+	}()
 
 	if !canary.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, tick, canary)
@@ -150,7 +156,7 @@ func (r *Reconciler) reconcileFinalizer(ctx context.Context, canary *sluicev1.Ca
 
 // kit is the shared reconcile scaffolding over this Reconciler's client, recorder and clock.
 func (r *Reconciler) kit() reconcilekit.Kit {
-	return reconcilekit.Kit{Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder, Clock: r.Clock, Writes: &r.writes, Deliveries: &r.deliveries}
+	return reconcilekit.Kit{Client: r.Client, APIReader: r.APIReader, Recorder: r.eventRecorder(), Clock: r.Clock, Writes: &r.writes, Deliveries: &r.deliveries}
 }
 
 func stampNow(t time.Time) *metav1.Time {

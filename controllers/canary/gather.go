@@ -19,8 +19,10 @@ func (r *Reconciler) gather(ctx context.Context, tick *reconcilekit.Tick, canary
 	o := &obs.o
 	gatesDue := plan.GatesDue(*o)
 	analysisDue := plan.AnalysisDue(*o)
-	if len(gatesDue) > 0 || analysisDue {
+	if len(gatesDue) > 0 || analysisDue && !tick.Kit().ShowsOwnWrite(canary) {
 		// Gates and checks are side effects that must not run twice: act on a current Canary.
+		// A check on the very version our last status patch produced needs no read around the
+		// cache (economy.go); webhook gates, which call out, always read.
 		if stale, err := tick.Kit().IsStale(ctx, canary); err != nil || stale {
 			return reconcilekit.StaleResult(), true, err
 		}

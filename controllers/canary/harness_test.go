@@ -117,7 +117,9 @@ func newHarnessFor(t *testing.T, provider sluicev1.Provider) *harness {
 			sluicev1.ProviderGatewayAPI: gatewayapi.New(env.Client),
 			sluicev1.ProviderIstio:      istio.New(env.Client),
 			sluicev1.ProviderKubernetes: kubernetes.New(env.Client),
-		}}
+		},
+		// The timelines show every transition the planner announces, steps included.
+		Options: Options{StepEvents: true}}
 	return h
 }
 

@@ -68,7 +68,7 @@ const admissionMemory = 30 * time.Second
 
 func (c *rolloutCap) running(ctx context.Context, r *Reconciler, self *sluicev1.Canary, now time.Time) (int, error) {
 	list := &sluicev1.CanaryList{}
-	if err := r.List(ctx, list); err != nil {
+	if err := r.listIndexed(ctx, list, "", indexRunning, "true", indexRunningValue); err != nil {
 		return 0, fmt.Errorf("listing canaries: %w", err)
 	}
 	c.mu.Lock()

@@ -39,9 +39,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, max
 		return err
 	}
 	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(ctx, &sluicev1.Canary{}, indexTarget, func(o client.Object) []string {
-		return []string{o.(*sluicev1.Canary).Spec.TargetRef.Name}
-	}); err != nil {
+	if err := idx.IndexField(ctx, &sluicev1.Canary{}, indexTarget, indexTargetValue); err != nil {
 		return err
 	}
 	if err := idx.IndexField(ctx, &sluicev1.Canary{}, indexConfigs, func(o client.Object) []string {
@@ -59,6 +57,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, max
 		}
 		return nil
 	}); err != nil {
+		return err
+	}
+	if err := registerEconomyIndexes(ctx, idx); err != nil {
 		return err
 	}
 	b := ctrl.NewControllerManagedBy(mgr).

@@ -49,7 +49,7 @@ type Options struct {
 	LeaderElectionID, LeaderElectionNamespace string
 	// Namespaces limits the watch; empty watches all.
 	Namespaces []string
-	// MaxConcurrentReconciles bounds the canary workers. Default 4.
+	// MaxConcurrentReconciles bounds the canary workers. Default DefaultWorkers.
 	MaxConcurrentReconciles int
 	// MaxProgressing caps simultaneous canary runs; 0 means no cap.
 	MaxProgressing int
@@ -61,6 +61,14 @@ type Options struct {
 	QueryTimeout time.Duration
 	// SkipNameValidation allows several managers in one process (tests).
 	SkipNameValidation bool
+	// KubeAPIQPS and KubeAPIBurst are the client-side budget shared by every request to the
+	// apiserver (0: DefaultKubeAPIQPS, DefaultKubeAPIBurst; a negative QPS: no client-side limit).
+	KubeAPIQPS   float32
+	KubeAPIBurst int
+	// Shard is a label selector on Canaries: this manager handles only the Canaries it matches
+	// (empty: every Canary). ShardName names the shard (required with Shard): its Lease is
+	// <LeaderElectionID>-<ShardName>, and its events and writes carry the name. See shard.go.
+	Shard, ShardName string
 	// ControllerNamespace is the manager's own namespace, where a platform team keeps shared
 	// MetricTemplates and AlertProviders that every Canary may reference.
 	ControllerNamespace string
@@ -79,6 +87,16 @@ type Options struct {
 // New builds a manager with every Sluice controller registered.
 // errors: an invalid configuration, controller setup failures.
 func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	if err := validateShard(o); err != nil {
+		return nil, err
+	}
+	shard, err := shardSelector(o.Shard)
+	if err != nil {
+		return nil, err
+	}
+	leCfg := leaderElectionConfig(cfg)
+	cfg = apiConfig(cfg, o.KubeAPIQPS, o.KubeAPIBurst)
+	shardUserAgent(cfg, o)
 	policy, err := egress.NewPolicy(o.AllowedDestinations)
 	if err != nil {
 		return nil, err
@@ -89,8 +107,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  orDefault(o.ProbeAddr, ":8081"),
 		LeaderElection:          o.LeaderElection,
-		LeaderElectionID:        orDefault(o.LeaderElectionID, "sluice.sluice.dev"),
+		LeaderElectionID:        leaseName(o),
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		LeaderElectionConfig:    leCfg,
 		Cache:                   cacheOptions(o),
 		Client:                  clientOptions(),
 	}
@@ -98,9 +117,21 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		skip := true
 		opts.Controller = config.Controller{SkipNameValidation: &skip}
 	}
+	// The cache keeps only what the controllers read (cachetrim.go), and of the Canaries only
+	// this shard's (shard.go).
+	trimCache(&opts.Cache)
+	shardCache(&opts.Cache, shard)
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	recorder, stopEvents, err := eventRecorder(cfg, mgr.GetHTTPClient(), mgr.GetScheme(), reportingController(o), eventAnnotations(o))
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(stopOnDone(stopEvents)); err != nil {
+		stopEvents()
+		return nil, err
 	}
 	// Secrets and ConfigMaps: metadata from the cache, contents read only when they changed.
 	c := configread.New(mgr.GetClient(), mgr.GetCache(), configread.Options{})
@@ -119,7 +150,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		Client:    c,
 		APIReader: mgr.GetAPIReader(),
 		Scheme:    mgr.GetScheme(),
-		Recorder:  mgr.GetEventRecorder("sluice"),
+		Recorder:  recorder,
 		Clock:     clock.RealClock{},
 		Analyzer:  engine,
 		Routers: map[sluicev1.Provider]providers.Router{
@@ -132,7 +163,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}
 	workers := o.MaxConcurrentReconciles
 	if workers <= 0 {
-		workers = 4
+		workers = DefaultWorkers
 	}
 	if err := r.SetupWithManager(ctx, mgr, workers); err != nil {
 		return nil, fmt.Errorf("setting up the canary controller: %w", err)
@@ -148,7 +179,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		dp := &dataplane.Reconciler{
 			Client:    c,
 			APIReader: mgr.GetAPIReader(),
-			Recorder:  mgr.GetEventRecorder("sluice"),
+			Recorder:  recorder,
 			Clock:     clock.RealClock{},
 			Analyzer:  engine,
 			Notifier:  notifier,

@@ -57,3 +57,47 @@ cluster-wide install (no watchNamespaces). */}}
 {{- define "sluice.dataPlaneEnabled" -}}
 {{- if kindIs "bool" .Values.dataPlane.enabled }}{{ .Values.dataPlane.enabled }}{{ else }}{{ empty .Values.watchNamespaces }}{{ end }}
 {{- end }}
+
+{{/* The manager Deployments, one per shard, as a JSON list of {name, fullname, replicas, selector,
+dataPlane}. Without .Values.shards: one unnamed shard handling every Canary, as before sharding.
+With shards: each shard i > 0 selects the Canaries labelled sluice.dev/shard=<its name>; the
+first shard is the default and selects every other Canary (sluice.dev/shard notin (<the other
+names>)): unlabelled ones and ones naming a shard that does not exist. So every Canary is handled
+by exactly one shard. The cluster-scoped DataPlane controller runs in the default shard only. */}}
+{{- define "sluice.shards" -}}
+{{- $root := . }}
+{{- $fullname := include "sluice.fullname" . }}
+{{- $dataPlane := eq (include "sluice.dataPlaneEnabled" .) "true" }}
+{{- $out := list }}
+{{- if not .Values.shards }}
+{{- $out = append $out (dict "name" "" "fullname" $fullname "replicas" (int .Values.replicaCount) "selector" "" "dataPlane" $dataPlane) }}
+{{- else }}
+{{- $names := list }}
+{{- range .Values.shards }}
+{{- if has .name $names }}{{ fail (printf "shards: the name %q is used twice" .name) }}{{ end }}
+{{- $names = append $names .name }}
+{{- end }}
+{{- range $i, $s := .Values.shards }}
+{{- $replicas := int $root.Values.replicaCount }}
+{{- if hasKey $s "replicas" }}{{ $replicas = int $s.replicas }}{{ end }}
+{{- $selector := printf "sluice.dev/shard=%s" $s.name }}
+{{- if eq $i 0 }}
+{{- if gt (len $names) 1 }}
+{{- $selector = printf "sluice.dev/shard notin (%s)" (rest $names | join ",") }}
+{{- else }}
+{{- $selector = "" }}
+{{- end }}
+{{- end }}
+{{- $out = append $out (dict "name" $s.name "fullname" (printf "%s-%s" $fullname $s.name | trunc 63 | trimSuffix "-") "replicas" $replicas "selector" $selector "dataPlane" (and $dataPlane (eq $i 0))) }}
+{{- end }}
+{{- end }}
+{{- toJson $out }}
+{{- end }}
+
+{{/* Labels that select one shard's manager pods (the dict of sluice.shards, with "root"). */}}
+{{- define "sluice.shardSelectorLabels" -}}
+{{ include "sluice.selectorLabels" .root }}
+{{- if .shard.name }}
+sluice.dev/shard: {{ .shard.name }}
+{{- end }}
+{{- end }}

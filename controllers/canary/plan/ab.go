@@ -65,7 +65,7 @@ func advanceAB(o Observed, d *Decision) {
 	s := &d.Status
 	n := o.Spec.Analysis.Iterations
 	s.LastProgressTime = stamp(o.Now)
-	s.LastStepTime = stamp(o.Now)
+	s.LastStepTime = stepStamp(o)
 	if o.Status.CanaryWeight != 0 { // the spec turned A/B during a weighted run
 		d.setWeight(0)
 	}

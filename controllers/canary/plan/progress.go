@@ -64,7 +64,7 @@ func progress(o Observed, d *Decision) {
 	}
 	s := &d.Status
 	s.LastProgressTime = stamp(o.Now)
-	s.LastStepTime = stamp(o.Now)
+	s.LastStepTime = stepStamp(o)
 	next, ok := NextWeight(Steps(o.Spec.Analysis), o.Status.CanaryWeight)
 	if !ok {
 		if g, held := gate(o, sluicev1.WebhookConfirmPromotion); held {
@@ -199,7 +199,7 @@ func checkPassed(o Observed, d *Decision) bool {
 	if !passing {
 		s.Iterations++
 	}
-	s.LastStepTime = stamp(o.Now)
+	s.LastStepTime = stepStamp(o)
 	s.Analysis = results
 	s.LastCheck = &sluicev1.CheckStatus{Time: metav1.NewTime(o.Now), Outcome: outcome, Message: check.Summary}
 	if !check.WindowStart.IsZero() {

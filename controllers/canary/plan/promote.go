@@ -81,7 +81,7 @@ func promote(o Observed, d *Decision) {
 		return
 	}
 	d.setWeight(w)
-	d.Status.LastStepTime = stamp(o.Now)
+	d.Status.LastStepTime = stepStamp(o)
 	d.Status.LastProgressTime = stamp(o.Now)
 	if w > 0 {
 		d.normal(EventAdvanced, fmt.Sprintf("Promotion: canary weight down to %d", w))

@@ -77,6 +77,14 @@ func (k Kit) IsStale(ctx context.Context, obj client.Object) (bool, error) {
 	return live.GetResourceVersion() != obj.GetResourceVersion(), nil
 }
 
+// ShowsOwnWrite reports, without a request, whether the cached obj is the very version this
+// controller's last status patch produced. Then the cache is as current as a read around it
+// would have been when that patch returned: every write before ours, and ours, is in it; a write
+// by someone else since is the same race as one landing right after a read (and a status patch
+// decided before seeing it fails its optimistic lock). A caller may skip IsStale then. After a
+// restart, a lost memory or any other version, it reports false.
+func (k Kit) ShowsOwnWrite(obj client.Object) bool { return k.Writes.showsOwnWrite(obj) }
+
 // Begin starts a tick on obj as just read from the cache. It reports false, starting nothing,
 // when the cache still holds the very version this controller last patched the status of: the
 // cache has not seen that write yet, and deciding from it would repeat the last transition (and
@@ -93,16 +101,16 @@ func (k Kit) Begin(obj Object) (*Tick, bool) {
 	return &Tick{kit: k, obj: obj, base: base}, true
 }
 
-// WriteLog remembers, per object, the resourceVersion its last status patch was based on, and
-// when. The zero value is ready; it is safe for concurrent use.
+// WriteLog remembers, per object, its last status patch: the resourceVersion it was based on,
+// the one it produced, and when. The zero value is ready; it is safe for concurrent use.
 type WriteLog struct {
 	patchedFrom sync.Map // client.ObjectKey → ownWrite
 }
 
 // ownWrite is one remembered status patch.
 type ownWrite struct {
-	basedOn string
-	at      time.Time
+	basedOn, wroteAs string
+	at               time.Time
 }
 
 // OwnWriteMemory bounds how long Begin waits for the cache to show the controller's own last
@@ -116,15 +124,30 @@ func (w *WriteLog) cacheBehind(obj client.Object, now time.Time) bool {
 	if !ok {
 		return false
 	}
-	if ow := v.(ownWrite); ow.basedOn == obj.GetResourceVersion() && now.Sub(ow.at) < OwnWriteMemory {
+	ow := v.(ownWrite)
+	if ow.basedOn != obj.GetResourceVersion() {
+		return false
+	}
+	if now.Sub(ow.at) < OwnWriteMemory {
 		return true
 	}
-	w.patchedFrom.Delete(key)
+	w.patchedFrom.Delete(key) // the write never showed: stop waiting for it
 	return false
 }
 
+// showsOwnWrite reports whether obj is exactly the version this controller's last status patch
+// of it produced: the cache holds every write up to and including our own.
+func (w *WriteLog) showsOwnWrite(obj client.Object) bool {
+	v, ok := w.patchedFrom.Load(client.ObjectKeyFromObject(obj))
+	if !ok {
+		return false
+	}
+	ow := v.(ownWrite)
+	return ow.wroteAs != "" && ow.wroteAs == obj.GetResourceVersion()
+}
+
 func (w *WriteLog) wrote(obj client.Object, basedOn string, at time.Time) {
-	w.patchedFrom.Store(client.ObjectKeyFromObject(obj), ownWrite{basedOn: basedOn, at: at})
+	w.patchedFrom.Store(client.ObjectKeyFromObject(obj), ownWrite{basedOn: basedOn, wroteAs: obj.GetResourceVersion(), at: at})
 }
 
 // Forget drops what the log holds for obj (a deleted object).

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"sluice.dev/sluice/test/managerproc"
+)
+
+// failures is the growth of the refused requests (HTTP code 400 and above) from a to b, keyed
+// "verb resource code".
+func failures(a, b managerproc.Metrics) requests {
+	before := a.ByLabels("sluice_kube_api_requests_total", "verb", "resource", "code")
+	out := requests{}
+	for k, v := range b.ByLabels("sluice_kube_api_requests_total", "verb", "resource", "code") {
+		fields := strings.Fields(k)
+		if code := fields[len(fields)-1]; code < "400" && code != "error" {
+			continue
+		}
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// requests are request counts keyed "verb resource".
+type requests map[string]float64
+
+// isLease tells the leader election's requests (a constant ~0.5/s whatever N), reported apart.
+func isLease(key string) bool { return strings.HasSuffix(key, " leases") }
+
+// delta is the growth of sluice_kube_api_requests_total from a to b.
+func delta(a, b managerproc.Metrics) requests {
+	before := a.ByLabels("sluice_kube_api_requests_total", "verb", "resource")
+	out := requests{}
+	for k, v := range b.ByLabels("sluice_kube_api_requests_total", "verb", "resource") {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func (r requests) total() float64 {
+	t := 0.0
+	for _, v := range r {
+		t += v
+	}
+	return t
+}
+
+// canaryTotal is every request but the leader election's.
+func (r requests) canaryTotal() float64 {
+	t := 0.0
+	for k, v := range r {
+		if !isLease(k) {
+			t += v
+		}
+	}
+	return t
+}
+
+// line renders the counts but the leader election's divided by per, most frequent first, e.g.
+// "patch canaries/status 8.0, …".
+func (r requests) line(per float64, format string) string {
+	keys := slices.SortedFunc(maps.Keys(r), func(a, b string) int {
+		if r[a] != r[b] {
+			if r[a] > r[b] {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	var parts []string
+	for _, k := range keys {
+		if !isLease(k) {
+			parts = append(parts, fmt.Sprintf("%s "+format, k, r[k]/per))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// report is everything measured.
+type report struct {
+	cfg   config
+	start time.Time
+	cores int
+
+	rssEmpty, rssWorkloads, rssInitPeak, rssIdle, rssReleasePeak int64
+	heapIdle, heapInuse, goroutines                              float64
+
+	canariesCreated time.Duration
+	initStart       time.Time
+	initTimes       []time.Time
+	initRequests    requests
+	settled         time.Duration
+
+	idleWall       time.Duration
+	idleCPU        time.Duration
+	idleRequests   requests
+	idleReconciles float64
+
+	releasePatched, releaseWall   time.Duration
+	releaseCPU                    time.Duration
+	releaseErr                    error
+	runs                          []time.Duration
+	toProgressing, steps          []time.Duration // target change → Progressing → Promoting
+	promotions                    []time.Duration // Promoting → Succeeded
+	initFailures, releaseFailures requests
+	runsFailed                    int
+	releaseRequests               requests
+
+	eventsEmitted, eventsWritten, eventsRejected, eventsRetried float64
+	eventsStored                                                int
+	eventsByReason                                              map[string]int
+
+	throttled, throttleSeconds, tooMany float64
+	initThrottled, releaseThrottled     float64
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
+
+// print writes the report as a Markdown table, then the request breakdowns.
+func (r *report) print(w io.Writer) {
+	n := float64(r.cfg.n)
+	limit := r.cfg.interval * steps
+	fmt.Fprintf(w, "\nbenchscale %s\n", strings.Join(r.cfg.args, " "))
+	fmt.Fprintf(w, "N = %d Canaries (%d per namespace), interval %s, steps %d..%d by %d, target replicas %d, %d cores; manager process %s\n\n",
+		r.cfg.n, r.cfg.perNamespace, r.cfg.interval, stepWeight, maxWeight, stepWeight, r.cfg.replicas, r.cores, r.cfg.managerArgs.String())
+	fmt.Fprintln(w, "| measure | value |")
+	fmt.Fprintln(w, "|---|---|")
+	row := func(k, format string, args ...any) { fmt.Fprintf(w, "| %s | %s |\n", k, fmt.Sprintf(format, args...)) }
+
+	row("time to all Initialized", "%s (%s)", secs(r.initSpan()), r.initRates())
+	idleS := r.idleWall.Seconds()
+	row("idle API requests/s", "%.3f (%s); leader election %.2f/s apart", r.idleRequests.canaryTotal()/idleS,
+		r.idleRequests.line(idleS, "%.3f/s"), (r.idleRequests.total()-r.idleRequests.canaryTotal())/idleS)
+	row("idle reconciles/s", "%.2f", r.idleReconciles/idleS)
+	row("idle CPU of the manager", "%.2f %% of a core", 100*r.idleCPU.Seconds()/idleS)
+	perCanary := float64(r.rssIdle-r.rssEmpty) / n
+	row("manager RSS", "%s empty cluster, %s with the workloads, %s peak while initializing, %s idle with N Canaries, %s peak during the release",
+		mib(r.rssEmpty), mib(r.rssWorkloads), mib(r.rssInitPeak), mib(r.rssIdle), mib(r.rssReleasePeak))
+	row("RSS per Canary (idle − empty) / N", "%.1f KiB; projected at N = 10,000: %s", perCanary/1024, mib(r.rssEmpty+int64(perCanary*10000)))
+	row("Go heap in use (idle)", "%s", mib(int64(r.heapIdle)))
+	if r.cfg.rollout {
+		med, p95, mx := quantiles(r.runs)
+		row("release of all N at once", "median %s, p95 %s, max %s = %.2f× / %.2f× / %.2f× of interval × steps (%s); %d/%d runs ended, %d failed; all targets changed in %s",
+			secs(med), secs(p95), secs(mx), med.Seconds()/limit.Seconds(), p95.Seconds()/limit.Seconds(), mx.Seconds()/limit.Seconds(),
+			limit, len(r.runs), r.cfg.n, r.runsFailed, secs(r.releasePatched))
+		med1, _, _ := quantiles(r.toProgressing)
+		med2, _, _ := quantiles(r.steps)
+		med3, _, _ := quantiles(r.promotions)
+		row("where a run's time goes (medians)", "target change → Progressing %s; Progressing → Promoting (%d steps and checks) %s; Promoting → Succeeded %s",
+			secs(med1), steps, secs(med2), secs(med3))
+		row("API requests per rollout", "%.1f (%s)", r.releaseRequests.canaryTotal()/n, r.releaseRequests.line(n, "%.1f"))
+		row("events per rollout", "emitted %.1f, written %.1f, found in the apiserver %.1f (%s); rejected %.0f, retried %.0f",
+			r.eventsEmitted/n, r.eventsWritten/n, float64(r.eventsStored)/n, reasons(r.eventsByReason, n), r.eventsRejected, r.eventsRetried)
+		row("manager CPU during the release", "%.2f cores (%s)", r.releaseCPU.Seconds()/r.releaseWall.Seconds(), secs(r.releaseWall))
+	}
+	row("client-side throttling", "%.0f requests waited for a token (%.0f while initializing, %.0f during the release; %.1f s in total); %.0f answered 429 by the apiserver",
+		r.throttled, r.initThrottled, r.releaseThrottled, r.throttleSeconds, r.tooMany)
+	fmt.Fprintf(w, "\ninitialization requests per Canary: %.1f (%s)\n", r.initRequests.canaryTotal()/n, r.initRequests.line(n, "%.2f"))
+	fmt.Fprintf(w, "refused requests: initialization %s; release %s\n", r.initFailures.line(1, "%.0f"), r.releaseFailures.line(1, "%.0f"))
+	if r.releaseErr != nil {
+		fmt.Fprintf(w, "release: %v\n", r.releaseErr)
+	}
+}
+
+// initSpan is the time from the first Canary's creation until the last was Initialized.
+func (r *report) initSpan() time.Duration {
+	var last time.Time
+	for _, t := range r.initTimes {
+		if t.After(last) {
+			last = t
+		}
+	}
+	return last.Sub(r.initStart)
+}
+
+// initRates gives the overall rate and the rates of the first and second half of the Canaries.
+func (r *report) initRates() string {
+	ts := slices.Clone(r.initTimes)
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	if len(ts) < 2 {
+		return "n/a"
+	}
+	half := len(ts) / 2
+	first := ts[half-1].Sub(r.initStart).Seconds()
+	second := ts[len(ts)-1].Sub(ts[half-1]).Seconds()
+	return fmt.Sprintf("%.1f/s overall; first half %.1f/s, second half %.1f/s; Canaries created in %s",
+		float64(len(ts))/r.initSpan().Seconds(), float64(half)/first, float64(len(ts)-half)/second, secs(r.canariesCreated))
+}
+
+func quantiles(ds []time.Duration) (median, p95, maximum time.Duration) {
+	if len(ds) == 0 {
+		return 0, 0, 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	at := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	return at(0.5), at(0.95), s[len(s)-1]
+}
+
+func reasons(m map[string]int, n float64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.2f", k, float64(m[k])/n))
+	}
+	return strings.Join(parts, ", ")
+}
