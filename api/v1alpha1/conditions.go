@@ -55,6 +55,9 @@ const (
 	// ReasonCanaryUnready: the canary lost its ready pods; its weight went to 0 and the run waits
 	// under the progress deadline.
 	ReasonCanaryUnready = "CanaryUnready"
+	// ReasonPrimaryUnready: the primary fell below its ready threshold during a run; the run
+	// holds (no step, no promotion) under the progress deadline.
+	ReasonPrimaryUnready = "PrimaryUnready"
 	// ReasonNoEvidence: the last check had no metric verdict; the step holds.
 	ReasonNoEvidence     = "NoEvidence"
 	ReasonResumed        = "Resumed"

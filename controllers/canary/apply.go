@@ -42,7 +42,7 @@ func (r *Reconciler) adopt(tick *reconcilekit.Tick, canary *sluicev1.Canary, obs
 			hold = d.Waiting
 		}
 	}
-	setPhaseConditions(canary, hold, d.Events)
+	setPhaseConditions(canary, hold, unreadyCanary(canary, obs.o), d.Events)
 	observeMetrics(canary, d.Events)
 	r.queueHooks(tick, canary, d.Events)
 	r.queueNotifications(tick, canary, d.Events)

@@ -84,6 +84,8 @@ type Reconciler struct {
 	cap rolloutCap
 	// writes remembers this controller's own status writes (the stale-cache guard).
 	writes reconcilekit.WriteLog
+	// deliveries sends notifications in the background (never in a worker).
+	deliveries reconcilekit.Deliveries
 	// checks remembers each Canary's last check per round (see checkMemo).
 	checks checkMemo
 }
@@ -168,7 +170,7 @@ func (r *Reconciler) reconcileFinalizer(ctx context.Context, canary *sluicev1.Ca
 
 // kit is the shared reconcile scaffolding over this Reconciler's client, recorder and clock.
 func (r *Reconciler) kit() reconcilekit.Kit {
-	return reconcilekit.Kit{Client: r.Client, APIReader: r.APIReader, Recorder: r.eventRecorder(), Clock: r.Clock, Writes: &r.writes}
+	return reconcilekit.Kit{Client: r.Client, APIReader: r.APIReader, Recorder: r.eventRecorder(), Clock: r.Clock, Writes: &r.writes, Deliveries: &r.deliveries}
 }
 
 func stampNow(t time.Time) *metav1.Time {

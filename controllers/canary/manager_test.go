@@ -46,6 +46,12 @@ func startManager(t *testing.T, ns, leaseID string, analyzer *scriptedAnalyzer) 
 // startManagerWithMetrics is startManager serving /metrics on metricsAddr ("0": off).
 func startManagerWithMetrics(t *testing.T, ns, leaseID string, analyzer *scriptedAnalyzer, metricsAddr string) *runningManager {
 	t.Helper()
+	return startManagerWith(t, ns, leaseID, analyzer, metricsAddr, 2*time.Second)
+}
+
+// startManagerWith is startManagerWithMetrics with the notifier's timeout per delivery.
+func startManagerWith(t *testing.T, ns, leaseID string, analyzer *scriptedAnalyzer, metricsAddr string, notifyTimeout time.Duration) *runningManager {
+	t.Helper()
 	opts := ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
@@ -74,7 +80,7 @@ func startManagerWithMetrics(t *testing.T, ns, leaseID string, analyzer *scripte
 	r := &Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: events, Clock: clock.RealClock{},
 		Analyzer: analyzer, Routers: map[sluicev1.Provider]providers.Router{sluicev1.ProviderGatewayAPI: gatewayapi.New(c),
 			sluicev1.ProviderKubernetes: kubernetes.New(c)},
-		Gates: gates, Notifier: notify.New(c, notify.Options{Timeout: 2 * time.Second})}
+		Gates: gates, Notifier: notify.New(c, notify.Options{Timeout: notifyTimeout})}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := r.SetupWithManager(ctx, mgr, managerWorkers); err != nil {
 		t.Fatal(err)

@@ -266,9 +266,17 @@ func (r *Reconciler) copyConfigs(ctx context.Context, canary *sluicev1.Canary, r
 	return nil
 }
 
-// promotePrimary copies the target's template and tracked configs to the primary at revision.
+// promotePrimary copies the target's template and tracked configs to the primary at revision,
+// keeping the configs and template it ran as its restore point first.
 func (r *Reconciler) promotePrimary(ctx context.Context, canary *sluicev1.Canary, target, primary workload,
 	refs []configRef, revision string) error {
+	if primary.obj().GetAnnotations()[AnnotationRevision] != revision {
+		// Before the copies change: the configs of the revision the primary runs are its restore
+		// point, with the template rememberRestorePoint keeps.
+		if err := r.snapshotConfigs(ctx, canary, primary); err != nil {
+			return err
+		}
+	}
 	if err := r.copyConfigs(ctx, canary, refs); err != nil {
 		return err
 	}

@@ -92,6 +92,10 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 	if err != nil {
 		return nil, err
 	}
+	// The copies agree with the revision the primary runs, even after a crash between writes.
+	if err := soft(r.settleConfigs(ctx, canary, primary)); err != nil {
+		return nil, err
+	}
 	if err := soft(r.ensureAutoscalers(ctx, canary, primary)); err != nil {
 		return nil, err
 	}
@@ -153,6 +157,9 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 		hold = &plan.Hold{Reason: sluicev1.ReasonSuspended, Deliberate: true, Message: fmt.Sprintf(
 			"paused (spec.suspend) at canary weight %d: the advance holds; checks keep running every interval and a failing canary still rolls back; the progress deadline waits until resumed",
 			canary.Status.CanaryWeight)}
+	}
+	if stall == nil {
+		stall = plan.PrimaryUnready(o)
 	}
 	o.Hold, o.Stall = hold, stall
 	obs.o = o

@@ -41,9 +41,12 @@ func rememberRestorePoint(primary workload, ann map[string]string, revision stri
 }
 
 // restorePrimary puts the primary back on revision want from its restore point: a rollback after
-// the primary had been promoted. The -primary ConfigMap and Secret copies keep the data of the
-// promotion (only the pod template is restored). errors: stalled when no restore point holds want.
-func (r *Reconciler) restorePrimary(ctx context.Context, primary workload, want string) error {
+// the primary had been promoted. The -primary ConfigMap and Secret copies are restored first (from
+// their restore points, see snapshotConfigs), then the pod template: if the process dies between
+// the two, the primary still names the promoted-but-failed revision and the next tick restores
+// again. The restore points of the configs are removed once the primary runs want again
+// (settleConfigs). errors: stalled when no restore point holds want.
+func (r *Reconciler) restorePrimary(ctx context.Context, canary *sluicev1.Canary, primary workload, want string) error {
 	obj := primary.obj()
 	ann := obj.GetAnnotations()
 	if ann[AnnotationRevision] == want {
@@ -57,6 +60,9 @@ func (r *Reconciler) restorePrimary(ctx context.Context, primary workload, want 
 	var tpl corev1.PodTemplateSpec
 	if err := json.Unmarshal([]byte(ann[AnnotationRestoreTemplate]), &tpl); err != nil {
 		return fmt.Errorf("reading the restore point of %s: %w", obj.GetName(), err)
+	}
+	if _, err := r.restoreConfigs(ctx, canary, &tpl, want); err != nil {
+		return err
 	}
 	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
 	*primary.podTemplate() = tpl

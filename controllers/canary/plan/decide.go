@@ -61,7 +61,25 @@ func Decide(o Observed) Decision {
 	restoreDriftedWeights(o, &d)
 	syncABRoutes(o, &d)
 	syncExtras(o, &d)
+	scaleDownLast(&d)
 	return d
+}
+
+// scaleDownLast moves the canary's scale-down after every other action, so it runs only once the
+// route writes that take traffic off the canary (weights, A/B rules, mirroring, affinity) went
+// through: the controller stops at the first failed action, and a route write refused in any
+// phase (a rollback, an idle repair) never leaves traffic on a canary without pods.
+func scaleDownLast(d *Decision) {
+	if !d.Has(ActionScaleCanaryDown) {
+		return
+	}
+	actions := make([]Action, 0, len(d.Actions))
+	for _, a := range d.Actions {
+		if a != ActionScaleCanaryDown {
+			actions = append(actions, a)
+		}
+	}
+	d.Actions = append(actions, ActionScaleCanaryDown)
 }
 
 // idle watches for a new revision while no run is in flight, keeps the target scaled down and the

@@ -52,7 +52,9 @@ type Decision struct {
 	// lost, the next tick repairs it from the status (idle phases put the route and the canary's
 	// replicas back to what status says); if the status were written last and lost, the run would
 	// still be Progressing and move traffic forward again. Forward moves write the status last: a
-	// lost status is recovered from the route and the primary (see recoverLostWrites).
+	// lost status is recovered from the route and the primary (see recoverLostWrites). The start
+	// of a promotion writes it first too (startPromotion): its writes are several, and Promoting
+	// retries them.
 	StatusFirst bool
 	// Waiting, during initialization, says what the primary is waiting on (for the conditions).
 	Waiting *Hold

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
@@ -103,6 +104,27 @@ func unreadyCanary(o Observed, d *Decision) bool {
 			o.Canary.Ready, o.Canary.Desired, CanaryReadyThreshold(o.Spec), o.Status.CanaryWeight, ProgressDeadline(o.Spec)))
 	}
 	return true
+}
+
+// PrimaryUnready is the stall of a run whose primary fell below its ready threshold while it
+// still serves a share (Progressing, WaitingPromotion), or nil. The run then takes no step and
+// does not promote — moving the primary's share to the canary would send more traffic to a
+// revision still under analysis —, checks go on, the condition and events say why, and the
+// progress deadline ends the run if the primary does not recover.
+func PrimaryUnready(o Observed) *Hold {
+	switch o.Status.Phase {
+	case sluicev1.CanaryPhaseProgressing, sluicev1.CanaryPhaseWaitingPromotion:
+	default:
+		return nil
+	}
+	threshold := PrimaryReadyThreshold(o.Spec)
+	// Ready pods, not a finished rollout: a primary whose status lags a spec change still serves.
+	if !o.Primary.Exists || (o.Primary.Ready > 0 && o.Primary.ReadyPercent() >= threshold) {
+		return nil
+	}
+	return &Hold{Reason: sluicev1.ReasonPrimaryUnready, Message: fmt.Sprintf(
+		"primary has %d/%d ready pods, below its ready threshold %d%%: the run holds (no step, no promotion) until it recovers, within the progress deadline (%s)",
+		o.Primary.Ready, o.Primary.Desired, threshold, ProgressDeadline(o.Spec))}
 }
 
 // advanceHeld reports whether a hold or a stall keeps the step from advancing, and looks again
@@ -253,6 +275,8 @@ func rolledBack(o Observed, d *Decision) bool {
 		switch {
 		case o.Stall != nil:
 			why = fmt.Sprintf(" while stalled (%s: %s)", o.Stall.Reason, o.Stall.Message)
+		case reconcileError(o.Status) != "":
+			why = fmt.Sprintf(" while its writes failed (%s: %s)", sluicev1.ReasonReconcileError, reconcileError(o.Status))
 		case !o.Canary.IsReady(CanaryReadyThreshold(o.Spec)):
 			why = fmt.Sprintf(" waiting for the canary to become ready (%d/%d ready)", o.Canary.Ready, o.Canary.Desired)
 		case o.Status.LastCheck != nil && o.Status.LastCheck.Outcome != sluicev1.CheckPassed:
@@ -265,6 +289,16 @@ func rolledBack(o Observed, d *Decision) bool {
 		return true
 	}
 	return false
+}
+
+// reconcileError is the message of the error the last ticks failed with (Ready=False with reason
+// ReconcileError: a route or workload write refused, say), or "".
+func reconcileError(s sluicev1.CanaryStatus) string {
+	if c := meta.FindStatusCondition(s.Conditions, sluicev1.ConditionReady); c != nil &&
+		c.Status == metav1.ConditionFalse && c.Reason == sluicev1.ReasonReconcileError {
+		return c.Message
+	}
+	return ""
 }
 
 func deadlinePassed(o Observed) bool {
