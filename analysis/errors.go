@@ -25,6 +25,11 @@ var (
 	// or Secret, a template syntax error, an unknown variable).
 	ErrTemplate = errors.New("metric template error")
 
+	// ErrInvalidQuery means a metric's query can never be judged (ValidateQueries): its
+	// MetricTemplate is InvalidQuery, it does not render with the metric's templateVariables, or
+	// Prometheus's parser rejects it or types it as a range vector or a string.
+	ErrInvalidQuery = errors.New("invalid metric query")
+
 	// ErrPartial means Prometheus answered with warnings: the result may be partial (a remote
 	// store or shard did not answer) and is not judged.
 	ErrPartial = errors.New("partial query result")

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"slices"
 	"text/template"
 	"text/template/parse"
 
@@ -30,10 +31,39 @@ func ValidateTemplateQuery(query string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := promqlParser.ParseExpr(rendered); err != nil {
-		return fmt.Errorf("%w: not valid PromQL once rendered (%s): %w", ErrTemplate, rendered, err)
+	return checkPromQL(rendered, "once rendered ")
+}
+
+// TemplateVariables lists, sorted and once each, the {{ .variables.NAME }} a MetricTemplate query
+// needs from every Canary that uses it (its metric's templateVariables). nil when the query does
+// not parse as a template.
+func TemplateVariables(query string) []string {
+	t, err := template.New("query").Parse(query)
+	if err != nil {
+		return nil
 	}
-	return nil
+	names := templateVariables(t.Tree.Root)
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// checkPromQL parses q with Prometheus's parser and checks that its result can be judged: an
+// instant vector (one series) or a scalar. A range vector (foo[5m]) or a string never can.
+// errors: ErrTemplate with the parser's message, or naming the result type.
+func checkPromQL(q, how string) error {
+	expr, err := promqlParser.ParseExpr(q)
+	if err != nil {
+		return fmt.Errorf("%w: not valid PromQL %s(%s): %w", ErrTemplate, how, q, err)
+	}
+	typ := expr.Type()
+	switch typ {
+	case parser.ValueTypeVector, parser.ValueTypeScalar:
+		return nil
+	case parser.ValueTypeMatrix:
+		typ = "range vector"
+	}
+	return fmt.Errorf("%w: the query %s(%s) returns a %s, which can never be judged: it must return one number (an instant vector with one series, or a scalar)",
+		ErrTemplate, how, q, typ)
 }
 
 // templateVariables lists the NAMEs of the {{ .variables.NAME }} fields a template refers to.

@@ -297,7 +297,10 @@ type CanaryWebhook struct {
 	// Metadata is sent in the payload.
 	// +optional
 	Metadata map[string]string `json:"metadata,omitempty"`
-	// MuteAlert suppresses the alert a failure of this webhook would send.
+	// MuteAlert mutes the alert sent while this webhook halts advancement, as in Flagger: a
+	// confirm-rollout, confirm-traffic-increase or confirm-promotion gate waiting for it, or a
+	// pre-rollout check it fails. The Kubernetes event is still recorded, and a rollback it leads
+	// to is still alerted. A gate held by several webhooks alerts unless all of them mute it.
 	// +optional
 	MuteAlert bool `json:"muteAlert,omitempty"`
 }

@@ -118,7 +118,12 @@ type CanarySpec struct {
 	// +optional
 	SkipAnalysis bool `json:"skipAnalysis,omitempty"`
 
-	// Suspend stops all reconciliation of this Canary; traffic stays as it is.
+	// Suspend pauses the Canary (kubectl sluice pause). With traffic on the canary during a run
+	// (Progressing or WaitingPromotion) it holds only the advance: checks keep running every
+	// interval and the failed-check threshold and consecutive-error limit still roll a failing
+	// canary back; the progress deadline waits for this deliberate pause (after a resume it counts
+	// from the last check) unless a stall holds the run. Otherwise (no traffic on the canary, or
+	// a promotion in flight) it stops all reconciliation; traffic stays as it is.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 

@@ -40,6 +40,9 @@ const (
 	ReasonPrimaryMissing     = "PrimaryMissing"
 	ReasonTargetConflict     = "TargetConflict"
 	ReasonReconcileError     = "ReconcileError"
+	// ReasonInitializationStalled: the primary did not become ready within the progress
+	// deadline during initialization (the message names what it waits on).
+	ReasonInitializationStalled = "InitializationStalled"
 	// ReasonInvalidQuery: a MetricTemplate's query does not render or is not valid PromQL.
 	ReasonInvalidQuery = "InvalidQuery"
 	// ReasonValidQuery: a MetricTemplate's query renders and parses.
@@ -52,6 +55,9 @@ const (
 	// ReasonCanaryUnready: the canary lost its ready pods; its weight went to 0 and the run waits
 	// under the progress deadline.
 	ReasonCanaryUnready = "CanaryUnready"
+	// ReasonPrimaryUnready: the primary fell below its ready threshold during a run; the run
+	// holds (no step, no promotion) under the progress deadline.
+	ReasonPrimaryUnready = "PrimaryUnready"
 	// ReasonNoEvidence: the last check had no metric verdict; the step holds.
 	ReasonNoEvidence     = "NoEvidence"
 	ReasonResumed        = "Resumed"

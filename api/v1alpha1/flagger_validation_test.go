@@ -148,6 +148,26 @@ func TestFlaggerFieldsRejectedNamingTheField(t *testing.T) {
 		}, "spec.analysis.sessionAffinity.cookieName"},
 		{"daemonset with weights", func(c *sluicev1.Canary) { c.Spec.TargetRef.Kind = "DaemonSet" },
 			"a DaemonSet target runs blue/green"},
+		{"daemonset blue/green with a stepWeight", func(c *sluicev1.Canary) {
+			c.Spec.TargetRef.Kind = "DaemonSet"
+			blueGreen(c, 3)
+			c.Spec.Analysis.StepWeight = 10
+		}, "analysis.stepWeight"},
+		{"daemonset blue/green with stepWeights", func(c *sluicev1.Canary) {
+			c.Spec.TargetRef.Kind = "DaemonSet"
+			blueGreen(c, 3)
+			c.Spec.Analysis.StepWeights = []int32{10, 50}
+		}, "analysis.stepWeights"},
+		{"daemonset blue/green with a maxWeight", func(c *sluicev1.Canary) {
+			c.Spec.TargetRef.Kind = "DaemonSet"
+			blueGreen(c, 3)
+			c.Spec.Analysis.MaxWeight = 50
+		}, "analysis.maxWeight"},
+		{"daemonset A/B", func(c *sluicev1.Canary) {
+			c.Spec.TargetRef.Kind = "DaemonSet"
+			blueGreen(c, 3)
+			c.Spec.Analysis.Match = []sluicev1.HTTPMatchRequest{{Headers: map[string]sluicev1.StringMatch{"x-canary": {Exact: ptr.To("1")}}}}
+		}, "a DaemonSet target runs blue/green"},
 		{"daemonset with an autoscaler", func(c *sluicev1.Canary) {
 			c.Spec.TargetRef.Kind = "DaemonSet"
 			blueGreen(c, 3)

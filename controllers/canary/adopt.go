@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -41,10 +40,10 @@ func rememberOriginal(svc *corev1.Service) error {
 // restoreOriginal puts svc back as the user had it before Sluice took it over, and reports
 // whether it had been taken over. A Service Sluice created instead selects the target's pods and
 // loses Sluice's label.
-func restoreOriginal(svc *corev1.Service, target *appsv1.Deployment) (bool, error) {
+func restoreOriginal(svc *corev1.Service, target workload) (bool, error) {
 	raw, ok := svc.Annotations[AnnotationOriginalService]
 	if !ok {
-		svc.Spec.Selector = maps.Clone(target.Spec.Selector.MatchLabels)
+		svc.Spec.Selector = maps.Clone(target.selector().MatchLabels)
 		delete(svc.Labels, LabelCanary)
 		return false, nil
 	}

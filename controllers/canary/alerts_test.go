@@ -16,10 +16,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/internal/reconcilekit"
 	"sluice.dev/sluice/notify"
+	"sluice.dev/sluice/test/testenv"
 )
 
 // slackReceiver counts the Slack messages it receives, by their fallback text's first words.
@@ -193,4 +195,90 @@ func TestSecretlessAlertProviderCondition(t *testing.T) {
 
 func newTestNotifier() reconcilekit.Notifier {
 	return notify.New(env.Client, notify.Options{Timeout: 2 * time.Second})
+}
+
+// TestSlowAlertProviderNeverHoldsAWorker runs, on a manager with ONE worker, a Canary whose every
+// step notifies an alert provider that answers only after 8 s (the notifier's timeout), and a
+// second Canary at a 2 s interval. Deliveries run in the background: the second Canary keeps
+// stepping at its interval while the slow provider is being called, and every notification
+// still reaches it.
+func TestSlowAlertProviderNeverHoldsAWorker(t *testing.T) {
+	testenv.Require(t, env)
+	var mu sync.Mutex
+	received := 0
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(7 * time.Second):
+		}
+		mu.Lock()
+		received++
+		mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(func() { slow.CloseClientConnections(); slow.Close() })
+	ns := env.Namespace(t)
+	for _, n := range []string{"noisy", "fast"} {
+		createApp(t, ns, n)
+	}
+	playDeploymentController(t, ns)
+	startManagerWith(t, ns, "", &scriptedAnalyzer{}, "0", 8*time.Second)
+	ctx := context.Background()
+	noisy := canaryWithHook(ns, "noisy", "1s", sluicev1.CanaryWebhook{})
+	noisy.Spec.Analysis.Webhooks = nil
+	addSlackAlert(t, ns, noisy, slow.URL, sluicev1.SeverityInfo)
+	fast := canaryWithHook(ns, "fast", "2s", sluicev1.CanaryWebhook{})
+	fast.Spec.Analysis.Webhooks = nil
+	for _, c := range []*sluicev1.Canary{noisy, fast} {
+		if err := env.Client.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []string{"noisy", "fast"} {
+		waitFor(t, ns, n, 30*time.Second, n+" Initialized", func(c *sluicev1.Canary) bool { return c.Status.Phase == sluicev1.CanaryPhaseInitialized })
+	}
+	bump(t, ns, "noisy", "app:2")
+	waitFor(t, ns, "noisy", 30*time.Second, "noisy at weight 10", func(c *sluicev1.Canary) bool { return c.Status.CanaryWeight == 10 })
+	bump(t, ns, "fast", "app:2")
+
+	var changes []time.Time
+	last := int32(-1)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		c := &sluicev1.Canary{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fast"}, c); err == nil {
+			if c.Status.Phase == sluicev1.CanaryPhaseProgressing && c.Status.CanaryWeight != last && c.Status.CanaryWeight > 0 {
+				changes = append(changes, time.Now())
+				last = c.Status.CanaryWeight
+			}
+			if c.Status.Phase == sluicev1.CanaryPhaseSucceeded {
+				break
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(changes) != 5 {
+		t.Fatalf("fast canary made %d steps, want 5 (10..50)", len(changes))
+	}
+	for i := 1; i < len(changes); i++ {
+		// Interval 2 s; a worker held by an 8 s delivery would stretch a step to 8 s or more.
+		if gap := changes[i].Sub(changes[i-1]); gap > 5*time.Second {
+			t.Errorf("fast canary step %d took %s while another Canary's alert provider was slow (interval 2s)", i, gap)
+		}
+	}
+	waitFor(t, ns, "noisy", 60*time.Second, "noisy Succeeded", func(c *sluicev1.Canary) bool { return c.Status.Phase == sluicev1.CanaryPhaseSucceeded })
+	// New revision, five steps, promotion: every one is delivered, late but whole.
+	wantDelivered := 7
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		mu.Lock()
+		n := received
+		mu.Unlock()
+		if n >= wantDelivered {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the slow provider received %d notifications, want %d", n, wantDelivered)
+		}
+	}
 }

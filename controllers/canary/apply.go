@@ -36,10 +36,13 @@ func (r *Reconciler) adopt(tick *reconcilekit.Tick, canary *sluicev1.Canary, obs
 	canary.Status = d.Status
 	tick.Event(d.Events...)
 	hold := obs.o.Hold
-	if d.Status.Phase == sluicev1.CanaryPhaseInitializing && obs.o.MetricsWait != nil {
+	if d.Status.Phase == sluicev1.CanaryPhaseInitializing {
 		hold = obs.o.MetricsWait
+		if d.Waiting != nil {
+			hold = d.Waiting
+		}
 	}
-	setPhaseConditions(canary, hold, d.Events)
+	setPhaseConditions(canary, hold, unreadyCanary(canary, obs.o), d.Events)
 	observeMetrics(canary, d.Events)
 	r.queueHooks(tick, canary, d.Events)
 	r.queueNotifications(tick, canary, d.Events)

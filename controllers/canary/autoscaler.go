@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 
-	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,21 +33,24 @@ var scaledObjectGVK = schema.GroupVersionKind{Group: "keda.sh", Version: "v1alph
 // <name>-primary, scaling the primary Deployment, with primaryScalerReplicas and, for a
 // ScaledObject, primaryScalerQueries applied. Nothing is written when it is as desired.
 // errors: stalled when the target's autoscaler (or KEDA's CRD) is missing, API errors.
-func (r *Reconciler) ensureAutoscalers(ctx context.Context, canary *sluicev1.Canary, primary *appsv1.Deployment) error {
+func (r *Reconciler) ensureAutoscalers(ctx context.Context, canary *sluicev1.Canary, primary workload) error {
 	ref := canary.Spec.AutoscalerRef
 	if ref == nil {
 		return nil
 	}
+	if primary.kind() != kindDeployment {
+		return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "spec.autoscalerRef applies to Deployment targets only, not %s", primary.kind())
+	}
 	switch ref.Kind {
 	case sluicev1.AutoscalerHPA:
-		return r.ensurePrimaryHPA(ctx, canary, ref, primary)
+		return r.ensurePrimaryHPA(ctx, canary, ref, primary.obj().GetName())
 	case sluicev1.AutoscalerScaledObject:
-		return r.ensurePrimaryScaledObject(ctx, canary, ref, primary)
+		return r.ensurePrimaryScaledObject(ctx, canary, ref, primary.obj().GetName())
 	}
 	return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "spec.autoscalerRef.kind %q is not supported", ref.Kind)
 }
 
-func (r *Reconciler) ensurePrimaryHPA(ctx context.Context, canary *sluicev1.Canary, ref *sluicev1.AutoscalerReference, primary *appsv1.Deployment) error {
+func (r *Reconciler) ensurePrimaryHPA(ctx context.Context, canary *sluicev1.Canary, ref *sluicev1.AutoscalerReference, primary string) error {
 	src := &autoscalingv2.HorizontalPodAutoscaler{}
 	if err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: ref.Name}, src); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -56,8 +58,11 @@ func (r *Reconciler) ensurePrimaryHPA(ctx context.Context, canary *sluicev1.Cana
 		}
 		return fmt.Errorf("reading HorizontalPodAutoscaler %s: %w", ref.Name, err)
 	}
+	if t := src.Spec.ScaleTargetRef; t.Kind != kindDeployment || t.Name != canary.Spec.TargetRef.Name {
+		return scalesAnother(canary, "HorizontalPodAutoscaler", ref.Name, t.Kind, t.Name)
+	}
 	want := *src.Spec.DeepCopy()
-	want.ScaleTargetRef = autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: primary.Name}
+	want.ScaleTargetRef = autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: primary}
 	if rep := ref.PrimaryScalerReplicas; rep != nil {
 		if rep.MinReplicas != nil {
 			want.MinReplicas = rep.MinReplicas
@@ -86,7 +91,7 @@ func (r *Reconciler) ensurePrimaryHPA(ctx context.Context, canary *sluicev1.Cana
 	return nil
 }
 
-func (r *Reconciler) ensurePrimaryScaledObject(ctx context.Context, canary *sluicev1.Canary, ref *sluicev1.AutoscalerReference, primary *appsv1.Deployment) error {
+func (r *Reconciler) ensurePrimaryScaledObject(ctx context.Context, canary *sluicev1.Canary, ref *sluicev1.AutoscalerReference, primary string) error {
 	src, err := r.scaledObject(ctx, canary.Namespace, ref.Name)
 	if err != nil {
 		return err
@@ -95,7 +100,15 @@ func (r *Reconciler) ensurePrimaryScaledObject(ctx context.Context, canary *slui
 	if spec == nil {
 		return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "spec.autoscalerRef: ScaledObject %s has no spec", ref.Name)
 	}
-	spec["scaleTargetRef"] = map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": primary.Name}
+	kind, _, _ := unstructured.NestedString(spec, "scaleTargetRef", "kind")
+	name, _, _ := unstructured.NestedString(spec, "scaleTargetRef", "name")
+	if kind == "" {
+		kind = kindDeployment // KEDA's default
+	}
+	if kind != kindDeployment || name != canary.Spec.TargetRef.Name {
+		return scalesAnother(canary, "ScaledObject", ref.Name, kind, name)
+	}
+	spec["scaleTargetRef"] = map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": primary}
 	if rep := ref.PrimaryScalerReplicas; rep != nil {
 		if rep.MinReplicas != nil {
 			spec["minReplicaCount"] = int64(*rep.MinReplicas)
@@ -184,25 +197,35 @@ func (r *Reconciler) pauseCanaryScaledObject(ctx context.Context, canary *sluice
 
 // scaleCanaryUp starts a run's canary: its own replica count when someone (the release, an
 // autoscaler) set one, else the primary's (at least 1); a KEDA canary is released first.
-func (r *Reconciler) scaleCanaryUp(ctx context.Context, canary *sluicev1.Canary, target, primary *appsv1.Deployment) error {
+// A DaemonSet canary runs on its nodes again.
+func (r *Reconciler) scaleCanaryUp(ctx context.Context, canary *sluicev1.Canary, target, primary workload) error {
 	if err := r.pauseCanaryScaledObject(ctx, canary, false); err != nil {
 		return err
 	}
-	if target.Spec.Replicas != nil && *target.Spec.Replicas > 0 {
+	if n := target.replicas(); n == nil || *n > 0 {
 		return nil
 	}
 	replicas := int32(1)
-	if primary.Spec.Replicas != nil && *primary.Spec.Replicas > 0 {
-		replicas = *primary.Spec.Replicas
+	if n := primary.replicas(); n != nil && *n > 0 {
+		replicas = *n
 	}
 	return r.scale(ctx, target, replicas)
 }
 
 // scaleCanaryDown scales the target to zero, pausing a KEDA canary first so KEDA does not scale
 // it back up (an HPA leaves a Deployment at zero replicas alone).
-func (r *Reconciler) scaleCanaryDown(ctx context.Context, canary *sluicev1.Canary, target *appsv1.Deployment) error {
+// A DaemonSet canary runs on no node (scaleToZeroKey).
+func (r *Reconciler) scaleCanaryDown(ctx context.Context, canary *sluicev1.Canary, target workload) error {
 	if err := r.pauseCanaryScaledObject(ctx, canary, true); err != nil {
 		return err
 	}
 	return r.scale(ctx, target, 0)
+}
+
+// scalesAnother is the stall of an autoscalerRef whose autoscaler scales another workload than the
+// target (a copy-paste slip): copying it would scale the primary with another app's bounds while
+// the autoscaler that really scales the target is ignored.
+func scalesAnother(canary *sluicev1.Canary, kind, name, targetKind, target string) error {
+	return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "spec.autoscalerRef: %s %s scales %s %s, not the target Deployment %s: name the target's own autoscaler",
+		kind, name, targetKind, target, canary.Spec.TargetRef.Name)
 }

@@ -110,24 +110,3 @@ func TestKubernetesProviderBlueGreen(t *testing.T) {
 	}
 	t.Log("\n" + strings.Join(h.log, "\n"))
 }
-
-// TestDaemonSetTargetStallsNamingTheKind: DaemonSet targets pass admission (blue/green) but the
-// controller does not deliver them yet; it says so instead of looking for a Deployment.
-func TestDaemonSetTargetStallsNamingTheKind(t *testing.T) {
-	h := newHarnessFor(t, sluicev1.ProviderKubernetes)
-	c := h.blueGreenCanaryFor()
-	c.Spec.TargetRef.Kind = "DaemonSet"
-	h.create(c)
-	h.tick() // adds the finalizer
-	h.tick()
-	got := h.canary()
-	var msg string
-	for _, cond := range got.Status.Conditions {
-		if cond.Type == sluicev1.ConditionStalled && cond.Status == "True" {
-			msg = cond.Message
-		}
-	}
-	if !strings.Contains(msg, "spec.targetRef.kind DaemonSet") || !strings.Contains(msg, "not implemented") {
-		t.Fatalf("Stalled condition %q, want one naming spec.targetRef.kind DaemonSet", msg)
-	}
-}

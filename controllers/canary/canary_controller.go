@@ -16,6 +16,7 @@ import (
 
 	"sluice.dev/sluice/analysis"
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/canary/plan"
 	"sluice.dev/sluice/controllers/internal/reconcilekit"
 	"sluice.dev/sluice/egress"
 	"sluice.dev/sluice/providers"
@@ -74,11 +75,17 @@ type Reconciler struct {
 	Gates GateRunner
 	// Routers holds the traffic provider for each Provider value.
 	Routers map[sluicev1.Provider]providers.Router
+	// FreshRouters, when set, are the same providers reading around the cache. A route read
+	// through Routers that differs from what the status says is read again through them before it
+	// counts as drift: the cache lagging behind Sluice's own route write is no outside edit.
+	FreshRouters map[sluicev1.Provider]providers.Router
 	Options
 
 	cap rolloutCap
 	// writes remembers this controller's own status writes (the stale-cache guard).
 	writes reconcilekit.WriteLog
+	// deliveries sends notifications in the background (never in a worker).
+	deliveries reconcilekit.Deliveries
 	// checks remembers each Canary's last check per round (see checkMemo).
 	checks checkMemo
 }
@@ -89,7 +96,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=sluice.dev,resources=metrictemplates;alertproviders,verbs=get;list;watch
 // Least privilege: Sluice writes with create, patch (merge and server-side apply) and delete, never
 // update; Secrets and ConfigMaps are listed and watched as metadata only (the verbs cannot say so).
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments;daemonsets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -126,6 +133,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		tick.Rebase()
 		return reconcilekit.StaleResult(), err
 	}
+	if plan.PausedWithTraffic(canary.Spec, canary.Status) {
+		// Traffic is on the canary: the pause holds only the advance (observe turns it into a
+		// deliberate hold); the checks go on.
+		if !reconcilekit.IsSuspended(canary) {
+			tick.Normal(sluicev1.ReasonSuspended, fmt.Sprintf("Paused (spec.suspend) at canary weight %d: the advance holds; checks keep running and a failing canary still rolls back",
+				canary.Status.CanaryWeight))
+		}
+		return r.reconcileRun(ctx, tick, canary)
+	}
 	if canary.Spec.Suspend {
 		if reconcilekit.MarkSuspended(canary, "Reconciliation is suspended (spec.suspend)") {
 			tick.Normal(sluicev1.ReasonSuspended, "Suspended (spec.suspend): traffic stays as it is")
@@ -154,7 +170,7 @@ func (r *Reconciler) reconcileFinalizer(ctx context.Context, canary *sluicev1.Ca
 
 // kit is the shared reconcile scaffolding over this Reconciler's client, recorder and clock.
 func (r *Reconciler) kit() reconcilekit.Kit {
-	return reconcilekit.Kit{Client: r.Client, APIReader: r.APIReader, Recorder: r.eventRecorder(), Clock: r.Clock, Writes: &r.writes}
+	return reconcilekit.Kit{Client: r.Client, APIReader: r.APIReader, Recorder: r.eventRecorder(), Clock: r.Clock, Writes: &r.writes, Deliveries: &r.deliveries}
 }
 
 func stampNow(t time.Time) *metav1.Time {

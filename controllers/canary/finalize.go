@@ -46,8 +46,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, tick *reconcilekit.Tic
 		forgetMetrics(canary)
 		return ctrl.Result{}, r.releaseFinalizer(ctx, canary)
 	}
-	target := &appsv1.Deployment{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: canary.Spec.TargetRef.Name}, target)
+	target := newWorkload(targetKind(canary))
+	err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: canary.Spec.TargetRef.Name}, target.obj())
 	switch {
 	case apierrors.IsNotFound(err):
 		tick.Warning(sluicev1.ReasonTargetNotFound, "Target is gone; nothing to restore")
@@ -68,21 +68,22 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, tick *reconcilekit.Tic
 
 // restoreTarget scales the target to the primary's replicas and, once it is ready, routes the
 // apex Service and the route to it. It reports whether to wait for readiness.
-func (r *Reconciler) restoreTarget(ctx context.Context, canary *sluicev1.Canary, target *appsv1.Deployment) (bool, error) {
+func (r *Reconciler) restoreTarget(ctx context.Context, canary *sluicev1.Canary, target workload) (bool, error) {
 	replicas := int32(1)
-	primary := &appsv1.Deployment{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: primaryName(target.Name)}, primary); err == nil &&
-		primary.Spec.Replicas != nil && *primary.Spec.Replicas > 0 {
-		replicas = *primary.Spec.Replicas
+	primary := newWorkload(target.kind())
+	if err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: primaryName(target.obj().GetName())}, primary.obj()); err == nil {
+		if n := primary.replicas(); n != nil && *n > 0 {
+			replicas = *n
+		}
 	}
-	if target.Spec.Replicas == nil || *target.Spec.Replicas == 0 {
+	if n := target.replicas(); n != nil && *n == 0 {
 		if err := r.scale(ctx, target, replicas); err != nil {
 			return false, err
 		}
 		return true, nil
 	}
-	if !workloadOf(target, "").IsReady(plan.CanaryReadyThreshold(canary.Spec)) {
-		reconcilekit.MarkWaiting(canary, sluicev1.ReasonTerminating, fmt.Sprintf("Waiting for %s to become ready before removing the primary", target.Name))
+	if !target.summary("").IsReady(plan.CanaryReadyThreshold(canary.Spec)) {
+		reconcilekit.MarkWaiting(canary, sluicev1.ReasonTerminating, fmt.Sprintf("Waiting for %s to become ready before removing the primary", target.obj().GetName()))
 		return true, nil
 	}
 	apex := &corev1.Service{}
@@ -96,7 +97,7 @@ func (r *Reconciler) restoreTarget(ctx context.Context, canary *sluicev1.Canary,
 		}
 		apex.OwnerReferences = withoutOwner(apex.OwnerReferences, canary.UID)
 		if err := r.Patch(ctx, apex, patch); err != nil {
-			return false, fmt.Errorf("pointing service %s back at %s: %w", names.Apex, target.Name, err)
+			return false, fmt.Errorf("pointing service %s back at %s: %w", names.Apex, target.obj().GetName(), err)
 		}
 	case client.IgnoreNotFound(err) != nil:
 		return false, fmt.Errorf("reading apex service: %w", err)
@@ -125,7 +126,7 @@ func withoutOwner(refs []metav1.OwnerReference, uid types.UID) []metav1.OwnerRef
 func (r *Reconciler) removePrimaryObjects(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary) error {
 	names := canary.ServiceNames()
 	objs := []client.Object{
-		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: primaryName(canary.Spec.TargetRef.Name), Namespace: canary.Namespace}},
+		primaryObject(canary),
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: names.Primary, Namespace: canary.Namespace}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: names.Canary, Namespace: canary.Namespace}},
 	}
@@ -171,10 +172,14 @@ func (r *Reconciler) releaseFinalizer(ctx context.Context, canary *sluicev1.Cana
 }
 
 // orphanObjects drops the Canary's owner reference from everything it owns that carries traffic:
-// the primary Deployment, the apex, primary and canary Services, the -primary config copies and
+// the primary (Deployment or DaemonSet), the apex, primary and canary Services, the -primary config copies and
 // generated routes. They keep serving exactly as they are.
 func (r *Reconciler) orphanObjects(ctx context.Context, canary *sluicev1.Canary) error {
-	lists := []client.ObjectList{&appsv1.DeploymentList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}, &corev1.SecretList{},
+	var workloads client.ObjectList = &appsv1.DeploymentList{}
+	if targetKind(canary) == kindDaemonSet {
+		workloads = &appsv1.DaemonSetList{}
+	}
+	lists := []client.ObjectList{workloads, &corev1.ServiceList{}, &corev1.ConfigMapList{}, &corev1.SecretList{},
 		&gwv1.HTTPRouteList{}, &istionetv1.VirtualServiceList{}, &istionetv1.DestinationRuleList{}}
 	for _, list := range lists {
 		opts := []client.ListOption{client.InNamespace(canary.Namespace)}
@@ -206,4 +211,12 @@ func (r *Reconciler) orphanObjects(ctx context.Context, canary *sluicev1.Canary)
 		}
 	}
 	return nil
+}
+
+// primaryObject is the primary of the Canary's target kind, by name only.
+func primaryObject(canary *sluicev1.Canary) client.Object {
+	o := newWorkload(targetKind(canary)).obj()
+	o.SetName(primaryName(canary.Spec.TargetRef.Name))
+	o.SetNamespace(canary.Namespace)
+	return o
 }

@@ -40,23 +40,28 @@ func (r *Reconciler) resolveGates(canary *sluicev1.Canary, o plan.Observed) (map
 	for _, t := range due {
 		res := plan.GateResult{Passed: true}
 		var failures []string
+		muted := true // every failing webhook mutes its alert
+		fail := func(h sluicev1.CanaryWebhook, msg string) {
+			failures = append(failures, h.Name+": "+msg)
+			muted = muted && h.MuteAlert
+		}
 		for _, h := range canary.Spec.Analysis.Webhooks {
 			if webhookType(h) != t {
 				continue
 			}
 			if h.Manual {
-				failures = append(failures, fmt.Sprintf("%s: waiting for approval (kubectl sluice promote, annotation %s)", h.Name, sluicev1.AnnotationPromote))
+				fail(h, fmt.Sprintf("waiting for approval (kubectl sluice promote, annotation %s)", sluicev1.AnnotationPromote))
 				continue
 			}
 			round := gateKey(canary, o, h)
 			if a, ok := recordedAnswer(o.Status, h.Name, round); ok {
 				if !a.Passed {
-					failures = append(failures, fmt.Sprintf("%s: %s", h.Name, a.Message))
+					fail(h, a.Message)
 				}
 				continue
 			}
 			if r.Gates == nil {
-				failures = append(failures, h.Name+": no webhook runner configured")
+				fail(h, "no webhook runner configured")
 				continue
 			}
 			call := r.Gates.Poll(round, h, payload(canary, o.Revision, t))
@@ -65,13 +70,13 @@ func (r *Reconciler) resolveGates(canary *sluicev1.Canary, o plan.Observed) (map
 				pending = true
 				continue
 			case webhooks.Failed:
-				failures = append(failures, fmt.Sprintf("%s: %s", h.Name, call.Message))
+				fail(h, call.Message)
 			}
 			answers = append(answers, sluicev1.WebhookStatus{Name: h.Name, Type: t, Round: round,
 				Passed: call.State == webhooks.Passed, Message: call.Message, AnsweredAt: stampNow(o.Now)})
 		}
 		if len(failures) > 0 {
-			res = plan.GateResult{Message: strings.Join(failures, "; ")}
+			res = plan.GateResult{Message: strings.Join(failures, "; "), Muted: muted}
 		}
 		out[t] = res
 	}

@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -37,6 +38,8 @@ type scriptedAnalyzer struct {
 	mu    sync.Mutex
 	calls int
 	fail  func(weight int32) bool
+	// failIn fails every check the Canary takes in this phase (e.g. Promoting).
+	failIn sluicev1.CanaryPhase
 }
 
 func (a *scriptedAnalyzer) Analyze(_ context.Context, c *sluicev1.Canary, now time.Time) (analysis.Check, error) {
@@ -44,7 +47,7 @@ func (a *scriptedAnalyzer) Analyze(_ context.Context, c *sluicev1.Canary, now ti
 	defer a.mu.Unlock()
 	a.calls++
 	t := metav1.NewTime(now)
-	if a.fail != nil && a.fail(c.Status.CanaryWeight) {
+	if (a.fail != nil && a.fail(c.Status.CanaryWeight)) || (a.failIn != "" && c.Status.Phase == a.failIn) {
 		return analysis.Check{Results: []sluicev1.MetricResult{{Name: "request-success-rate", Verdict: sluicev1.VerdictFail,
 			Value: "80.00", ThresholdRange: "[99, +Inf]", CheckedAt: &t}}}, nil
 	}
@@ -96,6 +99,8 @@ type harness struct {
 	last     sluicev1.CanaryStatus
 	name     string
 	provider sluicev1.Provider
+	// nodes, when set, is the number of nodes tick plays the DaemonSet controller for.
+	nodes int32
 }
 
 func newHarness(t *testing.T) *harness {
@@ -208,6 +213,11 @@ func (h *harness) tick() ctrl.Result {
 		h.t.Fatalf("reconcile at %s: %v", h.clock.Now().Sub(h.start), err)
 	}
 	markDeploymentsRolledOut(h.t, h.c, h.ns)
+	if h.nodes > 0 {
+		if err := testenv.MarkDaemonSetsRolledOut(h.ctx, h.c, h.ns, h.nodes, nil); err != nil {
+			h.t.Fatal(err)
+		}
+	}
 	h.record()
 	wait := res.RequeueAfter
 	if wait <= 0 {
@@ -251,6 +261,35 @@ func (h *harness) runUntil(phase sluicev1.CanaryPhase, max int) {
 		}
 	}
 	h.t.Fatalf("phase %s after %d ticks, want %s\n%s", h.last.Phase, max, phase, strings.Join(h.log, "\n"))
+}
+
+// setConfig changes the data of the ConfigMap the target mounts, part of the target's revision.
+func (h *harness) setConfig(mode string) {
+	h.t.Helper()
+	cm := &corev1.ConfigMap{}
+	if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "podinfo-config"}, cm); err != nil {
+		h.t.Fatalf("reading podinfo-config: %v", err)
+	}
+	patch := client.MergeFrom(cm.DeepCopy())
+	cm.Data["mode"] = mode
+	if err := h.c.Patch(h.ctx, cm, patch); err != nil {
+		h.t.Fatalf("updating podinfo-config: %v", err)
+	}
+}
+
+// primaryConfigMode is the "mode" the primary's copy of podinfo-config holds ("absent" when the
+// copy does not exist).
+func (h *harness) primaryConfigMode() string {
+	h.t.Helper()
+	cm := &corev1.ConfigMap{}
+	err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "podinfo-config-primary"}, cm)
+	if apierrors.IsNotFound(err) {
+		return "absent"
+	}
+	if err != nil {
+		h.t.Fatalf("reading podinfo-config-primary: %v", err)
+	}
+	return cm.Data["mode"]
 }
 
 // setImage changes the target's image, starting a new revision.

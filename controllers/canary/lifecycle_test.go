@@ -21,7 +21,7 @@ import (
 func (h *harness) primaryMatchesTarget() bool {
 	h.t.Helper()
 	target, primary := h.deployment("podinfo"), h.deployment("podinfo-primary")
-	want, err := primaryTemplate(target, configRefs(&target.Spec.Template.Spec))
+	want, err := primaryTemplate(deployment{target}, configRefs(&target.Spec.Template.Spec))
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"sluice.dev/sluice/notify"
 	"sluice.dev/sluice/providers"
 	"sluice.dev/sluice/providers/gatewayapi"
+	"sluice.dev/sluice/providers/kubernetes"
 	"sluice.dev/sluice/test/testenv"
 	"sluice.dev/sluice/webhooks"
 )
@@ -30,8 +31,10 @@ import (
 // runningManager is a Sluice manager started in the test process.
 type runningManager struct {
 	analyzer *scriptedAnalyzer
-	cancel   context.CancelFunc
-	done     chan error
+	// events are the events the controller recorded.
+	events *eventLog
+	cancel context.CancelFunc
+	done   chan error
 }
 
 // startManager runs a manager with the canary controller against env, watching namespace ns.
@@ -42,6 +45,12 @@ func startManager(t *testing.T, ns, leaseID string, analyzer *scriptedAnalyzer) 
 
 // startManagerWithMetrics is startManager serving /metrics on metricsAddr ("0": off).
 func startManagerWithMetrics(t *testing.T, ns, leaseID string, analyzer *scriptedAnalyzer, metricsAddr string) *runningManager {
+	t.Helper()
+	return startManagerWith(t, ns, leaseID, analyzer, metricsAddr, 2*time.Second)
+}
+
+// startManagerWith is startManagerWithMetrics with the notifier's timeout per delivery.
+func startManagerWith(t *testing.T, ns, leaseID string, analyzer *scriptedAnalyzer, metricsAddr string, notifyTimeout time.Duration) *runningManager {
 	t.Helper()
 	opts := ctrl.Options{
 		Scheme:                 env.Scheme,
@@ -67,14 +76,16 @@ func startManagerWithMetrics(t *testing.T, ns, leaseID string, analyzer *scripte
 	if err := mgr.Add(gates); err != nil {
 		t.Fatal(err)
 	}
-	r := &Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: &eventLog{}, Clock: clock.RealClock{},
-		Analyzer: analyzer, Routers: map[sluicev1.Provider]providers.Router{sluicev1.ProviderGatewayAPI: gatewayapi.New(c)},
-		Gates: gates, Notifier: notify.New(c, notify.Options{Timeout: 2 * time.Second})}
+	events := &eventLog{}
+	r := &Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: events, Clock: clock.RealClock{},
+		Analyzer: analyzer, Routers: map[sluicev1.Provider]providers.Router{sluicev1.ProviderGatewayAPI: gatewayapi.New(c),
+			sluicev1.ProviderKubernetes: kubernetes.New(c)},
+		Gates: gates, Notifier: notify.New(c, notify.Options{Timeout: notifyTimeout})}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := r.SetupWithManager(ctx, mgr, managerWorkers); err != nil {
 		t.Fatal(err)
 	}
-	m := &runningManager{analyzer: analyzer, cancel: cancel, done: make(chan error, 1)}
+	m := &runningManager{analyzer: analyzer, events: events, cancel: cancel, done: make(chan error, 1)}
 	go func() { m.done <- mgr.Start(ctx) }()
 	t.Cleanup(m.stop)
 	return m

@@ -40,8 +40,8 @@ func (r *Reconciler) queueNotifications(tick *reconcilekit.Tick, c *sluicev1.Can
 	}
 	for _, e := range events {
 		n, ok := notification[e.Reason]
-		if !ok {
-			continue
+		if !ok || e.Muted {
+			continue // a muted event (webhooks[].muteAlert) is recorded, never alerted
 		}
 		detail := ""
 		if n.event == notify.EventWeightAdvanced || n.event == notify.EventWaitingAtGate {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,7 +20,7 @@ import (
 	"sluice.dev/sluice/controllers/internal/reconcilekit"
 )
 
-// workloadOf summarises a Deployment for the plan.
+// workloadOf summarises a Deployment for the plan (see daemonSet.summary for DaemonSets).
 func workloadOf(d *appsv1.Deployment, revision string) plan.Workload {
 	desired := int32(1)
 	if d.Spec.Replicas != nil {
@@ -71,7 +72,7 @@ func (r *Reconciler) trackedConfigs(ctx context.Context, ns string, refs []confi
 // moves to the primary only once the primary is ready (primaryReady), so adopting a Service that
 // already serves never leaves it without ready endpoints; taking over an existing one is
 // announced in an event (claimService) and its original spec kept for revertOnDeletion.
-func (r *Reconciler) ensureServices(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, target *appsv1.Deployment, primaryReady bool) error {
+func (r *Reconciler) ensureServices(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, target workload, primaryReady bool) error {
 	desired, err := desiredServices(canary, target)
 	if err != nil {
 		return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
@@ -177,28 +178,29 @@ func portsMatch(have, want []corev1.ServicePort) bool {
 	return true
 }
 
-// ensurePrimary returns the primary Deployment, creating it (and the -primary config copies) from
-// the target when it does not exist yet — at initialization, or later only when the target runs the
-// promoted revision (otherwise the Canary stalls with reason PrimaryMissing).
-func (r *Reconciler) ensurePrimary(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, target *appsv1.Deployment,
-	refs []configRef, revision string) (primary *appsv1.Deployment, created bool, err error) {
-	primary = &appsv1.Deployment{}
-	err = r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: primaryName(target.Name)}, primary)
+// ensurePrimary returns the primary (of the target's kind), creating it (and the -primary config
+// copies) from the target when it does not exist yet — at initialization, or later only when the
+// target runs the promoted revision (otherwise the Canary stalls with reason PrimaryMissing).
+func (r *Reconciler) ensurePrimary(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, target workload,
+	refs []configRef, revision string) (primary workload, created bool, err error) {
+	primary = newWorkload(target.kind())
+	name, kind := primaryName(target.obj().GetName()), strings.ToLower(target.kind())
+	err = r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: name}, primary.obj())
 	if err == nil {
-		if !ownedBy(primary, canary) {
-			return nil, false, notOwned(canary, "Deployment", primary.Name)
+		if !ownedBy(primary.obj(), canary) {
+			return nil, false, notOwned(canary, target.kind(), name)
 		}
 		return primary, false, nil
 	}
 	if !apierrors.IsNotFound(err) {
-		return nil, false, fmt.Errorf("reading primary deployment: %w", err)
+		return nil, false, fmt.Errorf("reading primary %s: %w", kind, err)
 	}
 	if promoted := canary.Status.LastPromotedSpec; promoted != "" && revision != promoted {
 		// The primary is gone and the target runs another revision: rebuilding the primary from it
 		// would promote a revision no analysis has passed.
-		return nil, false, reconcilekit.Stalled(sluicev1.ReasonPrimaryMissing, "primary deployment %s is missing and the target runs revision %s, not the promoted %s: "+
+		return nil, false, reconcilekit.Stalled(sluicev1.ReasonPrimaryMissing, "primary %s %s is missing and the target runs revision %s, not the promoted %s: "+
 			"set the target back to the promoted version (Sluice then rebuilds the primary from it) or recreate %s",
-			primaryName(target.Name), revision, promoted, primaryName(target.Name))
+			kind, name, revision, promoted, name)
 	}
 	if err := r.copyConfigs(ctx, canary, refs); err != nil {
 		return nil, false, err
@@ -207,13 +209,13 @@ func (r *Reconciler) ensurePrimary(ctx context.Context, tick *reconcilekit.Tick,
 	if err != nil {
 		return nil, false, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 	}
-	if err := controllerutil.SetControllerReference(canary, primary, r.Scheme); err != nil {
+	if err := controllerutil.SetControllerReference(canary, primary.obj(), r.Scheme); err != nil {
 		return nil, false, err
 	}
-	if err := r.Create(ctx, primary); err != nil {
-		return nil, false, fmt.Errorf("creating primary deployment %s: %w", primary.Name, err)
+	if err := r.Create(ctx, primary.obj()); err != nil {
+		return nil, false, fmt.Errorf("creating primary %s %s: %w", kind, name, err)
 	}
-	tick.Normal(sluicev1.ReasonPrimaryCreated, fmt.Sprintf("Created %s from %s at revision %s", primary.Name, target.Name, revision))
+	tick.Normal(sluicev1.ReasonPrimaryCreated, fmt.Sprintf("Created %s from %s at revision %s", name, target.obj().GetName(), revision))
 	return primary, true, nil
 }
 
@@ -264,9 +266,17 @@ func (r *Reconciler) copyConfigs(ctx context.Context, canary *sluicev1.Canary, r
 	return nil
 }
 
-// promotePrimary copies the target's template and tracked configs to the primary at revision.
-func (r *Reconciler) promotePrimary(ctx context.Context, canary *sluicev1.Canary, target, primary *appsv1.Deployment,
+// promotePrimary copies the target's template and tracked configs to the primary at revision,
+// keeping the configs and template it ran as its restore point first.
+func (r *Reconciler) promotePrimary(ctx context.Context, canary *sluicev1.Canary, target, primary workload,
 	refs []configRef, revision string) error {
+	if primary.obj().GetAnnotations()[AnnotationRevision] != revision {
+		// Before the copies change: the configs of the revision the primary runs are its restore
+		// point, with the template rememberRestorePoint keeps.
+		if err := r.snapshotConfigs(ctx, canary, primary); err != nil {
+			return err
+		}
+	}
 	if err := r.copyConfigs(ctx, canary, refs); err != nil {
 		return err
 	}
@@ -274,34 +284,37 @@ func (r *Reconciler) promotePrimary(ctx context.Context, canary *sluicev1.Canary
 	if err != nil {
 		return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)
 	}
-	patch := client.MergeFrom(primary.DeepCopy())
-	if canary.Spec.AutoscalerRef == nil && target.Spec.Replicas != nil && *target.Spec.Replicas > 0 {
+	obj := primary.obj()
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	if n := target.replicas(); canary.Spec.AutoscalerRef == nil && n != nil && *n > 0 {
 		// Without an autoscaler the primary follows the target's replicas (the release's count).
-		primary.Spec.Replicas = ptr.To(max(*target.Spec.Replicas, ptr.Deref(primary.Spec.Replicas, 0)))
+		primary.scaleTo(max(*n, ptr.Deref(primary.replicas(), 0)))
 	}
-	if primary.Annotations == nil {
-		primary.Annotations = map[string]string{}
+	ann := obj.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
 	}
-	if err := rememberRestorePoint(primary, revision); err != nil {
+	if err := rememberRestorePoint(primary, ann, revision); err != nil {
 		return err
 	}
-	primary.Spec.Template = tpl
-	primary.Annotations[AnnotationRevision] = revision
-	if err := r.Patch(ctx, primary, patch); err != nil {
-		return fmt.Errorf("promoting primary %s: %w", primary.Name, err)
+	*primary.podTemplate() = tpl
+	ann[AnnotationRevision] = revision
+	obj.SetAnnotations(ann)
+	if err := r.Patch(ctx, obj, patch); err != nil {
+		return fmt.Errorf("promoting primary %s: %w", obj.GetName(), err)
 	}
 	return nil
 }
 
-// scale sets a Deployment's replicas when they differ.
-func (r *Reconciler) scale(ctx context.Context, d *appsv1.Deployment, replicas int32) error {
-	if d.Spec.Replicas != nil && *d.Spec.Replicas == replicas {
+// scale sets a workload's replicas when they differ (a DaemonSet: 0 runs it on no node, more on
+// its nodes).
+func (r *Reconciler) scale(ctx context.Context, w workload, replicas int32) error {
+	before := w.obj().DeepCopyObject().(client.Object)
+	if !w.scaleTo(replicas) {
 		return nil
 	}
-	patch := client.MergeFrom(d.DeepCopy())
-	d.Spec.Replicas = &replicas
-	if err := r.Patch(ctx, d, patch); err != nil {
-		return fmt.Errorf("scaling %s to %d: %w", d.Name, replicas, err)
+	if err := r.Patch(ctx, w.obj(), client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("scaling %s to %d: %w", w.obj().GetName(), replicas, err)
 	}
 	return nil
 }

@@ -2,9 +2,10 @@ package canary
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -18,7 +19,7 @@ import (
 
 // observation is what one tick saw: the objects it acts on and the planner's input.
 type observation struct {
-	target, primary *appsv1.Deployment // target is nil when it is gone during a run
+	target, primary workload // target is nil when it is gone during a run
 	refs            []configRef
 	o               plan.Observed
 	// analysisBroken: the analysis cannot run as specified (the stall says why).
@@ -57,19 +58,27 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 			return nil, err
 		}
 	}
+	if err := r.validateQueries(ctx, canary); err != nil {
+		if _, ok := reconcilekit.AsStalled(err); ok {
+			obs.analysisBroken = true
+		}
+		if err := soft(err); err != nil {
+			return nil, err
+		}
+	}
 	target, err := r.target(ctx, canary)
 	if err := soft(err); err != nil {
 		return nil, err
 	}
 	revision, tracked := s.LastAppliedSpec, s.TrackedConfigs
 	if target != nil {
-		obs.refs = configRefs(&target.Spec.Template.Spec)
+		obs.refs = configRefs(&target.podTemplate().Spec)
 		t, err := r.trackedConfigs(ctx, canary.Namespace, obs.refs)
 		if err := soft(err); err != nil {
 			return nil, err
 		}
 		if t != nil {
-			tracked, revision = t, revisionOf(&target.Spec.Template, t)
+			tracked, revision = t, revisionOf(target.revisionTemplate(), t)
 		}
 	}
 	if target != nil {
@@ -83,10 +92,14 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 	if err != nil {
 		return nil, err
 	}
+	// The copies agree with the revision the primary runs, even after a crash between writes.
+	if err := soft(r.settleConfigs(ctx, canary, primary)); err != nil {
+		return nil, err
+	}
 	if err := soft(r.ensureAutoscalers(ctx, canary, primary)); err != nil {
 		return nil, err
 	}
-	primaryReady := workloadOf(primary, "").IsReady(plan.PrimaryReadyThreshold(canary.Spec))
+	primaryReady := primary.summary("").IsReady(plan.PrimaryReadyThreshold(canary.Spec))
 	if target != nil {
 		if err := r.ensureServices(ctx, tick, canary, target, primaryReady); err != nil {
 			return nil, err
@@ -96,6 +109,11 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 	// is reconciled once the primary is ready.
 	if primaryReady || (s.Phase != "" && s.Phase != sluicev1.CanaryPhaseInitializing) {
 		if err := router.Reconcile(ctx, canary); err != nil {
+			if providerOf(canary) == sluicev1.ProviderKubernetes && errors.Is(err, providers.ErrRouteNotFound) {
+				// Provider kubernetes routes with the Services ensureServices just wrote: one not
+				// read back yet is the cache catching up, not a missing route to stall on.
+				return nil, fmt.Errorf("reading back the Services Sluice wrote (the cache catches up): %v", err)
+			}
 			reason, permanent := providers.IsPermanent(err)
 			if !permanent {
 				return nil, fmt.Errorf("reconciling routes: %w", err)
@@ -112,8 +130,9 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 	obs.target, obs.primary = target, primary
 	o := plan.Observed{
 		Now: tick.Now(), Spec: canary.Spec, Status: canary.Status, Revision: revision, TrackedConfigs: tracked,
-		Primary:        workloadOf(primary, primary.Annotations[AnnotationRevision]),
+		Primary:        primary.summary(primary.obj().GetAnnotations()[AnnotationRevision]),
 		PrimaryCreated: created, MetricsWait: metricsWait,
+		PrimaryWaitingOn: r.primaryWaitingOn(ctx, canary, primary, primaryReady),
 		Requests: map[string]string{
 			sluicev1.AnnotationPromote: canary.Annotations[sluicev1.AnnotationPromote],
 			sluicev1.AnnotationAbort:   canary.Annotations[sluicev1.AnnotationAbort],
@@ -121,16 +140,11 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 		},
 	}
 	if target != nil {
-		o.Canary = workloadOf(target, revision)
+		o.Canary = target.summary(revision)
 	}
-	if w, err := router.GetRoutes(ctx, canary); err == nil {
-		o.RouteWeight, o.RouteKnown = w.Canary, true
-		if on, err := router.GetABRoutes(ctx, canary); err == nil {
-			o.RouteABOn, o.RouteABKnown = on, true
-		}
-		observeExtras(ctx, router, canary, &o)
-	} else if s.Phase != "" && s.Phase != sluicev1.CanaryPhaseInitializing {
-		log.FromContext(ctx).Info("Reading route weights failed", "error", err.Error())
+	readRoute(ctx, router, canary, &o)
+	if fresh, ok := r.FreshRouters[providerOf(canary)]; ok && routeDiffers(o) {
+		readRoute(ctx, fresh, canary, &o) // drift, or the cache behind our own write: ask the apiserver
 	}
 	hold, windowStall, err := r.hold(ctx, canary, o)
 	if err != nil {
@@ -139,25 +153,60 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 	if stall == nil {
 		stall = windowStall
 	}
+	if plan.PausedWithTraffic(canary.Spec, canary.Status) {
+		hold = &plan.Hold{Reason: sluicev1.ReasonSuspended, Deliberate: true, Message: fmt.Sprintf(
+			"paused (spec.suspend) at canary weight %d: the advance holds; checks keep running every interval and a failing canary still rolls back; the progress deadline waits until resumed",
+			canary.Status.CanaryWeight)}
+	}
+	if stall == nil {
+		stall = plan.PrimaryUnready(o)
+	}
 	o.Hold, o.Stall = hold, stall
 	obs.o = o
 	return obs, nil
 }
 
-// primary returns the primary Deployment: ensured from the target, or read as it is when the
-// target is gone.
-func (r *Reconciler) primary(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, target *appsv1.Deployment,
-	refs []configRef, revision string) (*appsv1.Deployment, bool, error) {
+// primary returns the primary (of the target's kind): ensured from the target, or read as it is
+// when the target is gone.
+func (r *Reconciler) primary(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, target workload,
+	refs []configRef, revision string) (workload, bool, error) {
 	if target != nil {
 		return r.ensurePrimary(ctx, tick, canary, target, refs, revision)
 	}
-	primary := &appsv1.Deployment{}
+	kind := targetKind(canary)
+	primary := newWorkload(kind)
 	key := client.ObjectKey{Namespace: canary.Namespace, Name: primaryName(canary.Spec.TargetRef.Name)}
-	if err := r.Get(ctx, key, primary); err != nil {
+	if err := r.Get(ctx, key, primary.obj()); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, false, reconcilekit.Stalled(sluicev1.ReasonPrimaryMissing, "primary deployment %s and target %s are both missing", key.Name, canary.Spec.TargetRef.Name)
+			return nil, false, reconcilekit.Stalled(sluicev1.ReasonPrimaryMissing, "primary %s %s and target %s are both missing",
+				strings.ToLower(kind), key.Name, canary.Spec.TargetRef.Name)
 		}
-		return nil, false, fmt.Errorf("reading primary deployment: %w", err)
+		return nil, false, fmt.Errorf("reading primary %s: %w", strings.ToLower(kind), err)
 	}
 	return primary, false, nil
+}
+
+// readRoute reads the route's weights, A/B routing, mirroring and session affinity into o.
+func readRoute(ctx context.Context, router providers.Router, canary *sluicev1.Canary, o *plan.Observed) {
+	o.RouteKnown, o.RouteABKnown, o.RouteExtrasKnown = false, false, false
+	w, err := router.GetRoutes(ctx, canary)
+	if err != nil {
+		if s := canary.Status; s.Phase != "" && s.Phase != sluicev1.CanaryPhaseInitializing {
+			log.FromContext(ctx).Info("Reading route weights failed", "error", err.Error())
+		}
+		return
+	}
+	o.RouteWeight, o.RouteKnown = w.Canary, true
+	if on, err := router.GetABRoutes(ctx, canary); err == nil {
+		o.RouteABOn, o.RouteABKnown = on, true
+	}
+	observeExtras(ctx, router, canary, o)
+}
+
+// routeDiffers reports whether the route as read differs from what the status asks of it.
+func routeDiffers(o plan.Observed) bool {
+	if o.RouteKnown && o.RouteWeight != o.Status.CanaryWeight {
+		return true
+	}
+	return o.RouteExtrasKnown && (o.RouteMirror != plan.MirrorWanted(o.Spec, o.Status) || o.RouteCookie != plan.AffinityCookie(o.Spec, o.Status))
 }

@@ -3,8 +3,8 @@ package canary
 import (
 	"context"
 	"fmt"
+	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,17 +80,17 @@ func configKind(kind string) string {
 // would come after the apex Service was taken over, pointing it at primary pods that never come.
 // Once the primary exists (and is Sluice's), the names are Sluice's: nothing more is read.
 // errors: notOwned naming the first clash, API errors.
-func (r *Reconciler) checkNameClashes(ctx context.Context, canary *sluicev1.Canary, target *appsv1.Deployment, refs []configRef) error {
+func (r *Reconciler) checkNameClashes(ctx context.Context, canary *sluicev1.Canary, target workload, refs []configRef) error {
 	key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: canary.Namespace, Name: name} }
-	primary := &appsv1.Deployment{}
-	switch err := r.Get(ctx, key(primaryName(target.Name)), primary); {
+	primary := newWorkload(target.kind())
+	switch err := r.Get(ctx, key(primaryName(target.obj().GetName())), primary.obj()); {
 	case err == nil:
-		if !ownedBy(primary, canary) {
-			return notOwned(canary, "Deployment", primary.Name)
+		if !ownedBy(primary.obj(), canary) {
+			return notOwned(canary, target.kind(), primary.obj().GetName())
 		}
 		return nil
 	case !apierrors.IsNotFound(err):
-		return fmt.Errorf("reading primary deployment: %w", err)
+		return fmt.Errorf("reading primary %s: %w", strings.ToLower(target.kind()), err)
 	}
 	names := canary.ServiceNames()
 	for _, name := range []string{names.Primary, names.Canary} {

@@ -2,6 +2,7 @@ package canary
 
 import (
 	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -14,12 +15,13 @@ import (
 // setPhaseConditions derives Ready, Reconciling and Promoted from the phase. Ready is True while
 // the primary serves in a steady state, Unknown during a run, False after a rollback; Reconciling
 // is present only while a run is pending or in flight.
-func setPhaseConditions(c *sluicev1.Canary, hold *plan.Hold, events []planevent.Event) {
+func setPhaseConditions(c *sluicev1.Canary, hold *plan.Hold, unready string, events []planevent.Event) {
 	s := &c.Status
 	switch s.Phase {
 	case sluicev1.CanaryPhaseInitializing:
-		if hold != nil { // waiting for the metrics server
-			reconcilekit.SetSummary(c, reconcilekit.Summary{Ready: metav1.ConditionFalse, Reason: hold.Reason, Message: hold.Message, Reconciling: true})
+		if hold != nil { // waiting for the primary (what it waits on) or the metrics server
+			reconcilekit.SetSummary(c, reconcilekit.Summary{Ready: metav1.ConditionFalse, Reason: hold.Reason, Message: hold.Message, Reconciling: true,
+				ReconcilingMessage: hold.Message})
 			break
 		}
 		reconcilekit.SetSummary(c, reconcilekit.Summary{Ready: metav1.ConditionFalse, Reason: sluicev1.ReasonInitializing,
@@ -48,8 +50,14 @@ func setPhaseConditions(c *sluicev1.Canary, hold *plan.Hold, events []planevent.
 					sluicev1.ReasonMetricsUnavailable
 			}
 		}
-		if hold != nil && s.Phase == sluicev1.CanaryPhaseProgressing {
+		if hold != nil && (s.Phase == sluicev1.CanaryPhaseProgressing || hold.Deliberate && s.Phase == sluicev1.CanaryPhaseWaitingPromotion) {
 			msg, reason = msg+"; held: "+hold.Message, hold.Reason
+		}
+		if refused := refusedGates(c); refused != "" {
+			msg, reason = msg+"; the step waits at "+refused, plan.EventWaitingAtGate
+		}
+		if unready != "" {
+			msg, reason = msg+"; "+unready, sluicev1.ReasonCanaryUnready
 		}
 		reconcilekit.SetSummary(c, reconcilekit.Summary{Ready: metav1.ConditionUnknown, Reason: reason, Message: msg, Reconciling: true})
 	case sluicev1.CanaryPhaseSucceeded:
@@ -70,4 +78,35 @@ func setPhaseConditions(c *sluicev1.Canary, hold *plan.Hold, events []planevent.
 		reconcilekit.SetSummary(c, reconcilekit.Summary{Ready: metav1.ConditionFalse, Reason: sluicev1.ReasonRolledBack, Message: msg})
 		reconcilekit.SetCondition(c, sluicev1.ConditionPromoted, metav1.ConditionFalse, sluicev1.ReasonRolledBack, msg)
 	}
+}
+
+// refusedGates names the confirm gates of the run's current step whose last answer refused it
+// ("" when none): the step waits there until they pass.
+func refusedGates(c *sluicev1.Canary) string {
+	var t sluicev1.WebhookType
+	switch c.Status.Phase {
+	case sluicev1.CanaryPhaseProgressing:
+		t = sluicev1.WebhookConfirmTrafficIncrease
+	case sluicev1.CanaryPhaseWaitingPromotion:
+		t = sluicev1.WebhookConfirmPromotion
+	default:
+		return ""
+	}
+	var refused []string
+	for _, a := range c.Status.Webhooks {
+		if a.Type == t && !a.Passed && strings.Contains(a.Round, "/"+c.Status.LastAppliedSpec+"/") {
+			refused = append(refused, fmt.Sprintf("%s gate: %s (refused: %s)", t, a.Name, a.Message))
+		}
+	}
+	return strings.Join(refused, ", ")
+}
+
+// unreadyCanary describes a run's canary below its ready threshold ("" when it is ready, or no
+// run is in flight): its weight stays 0 while the progress deadline runs.
+func unreadyCanary(c *sluicev1.Canary, o plan.Observed) string {
+	if !runningPhases[c.Status.Phase] || !o.Canary.Exists || o.Canary.IsReady(plan.CanaryReadyThreshold(c.Spec)) {
+		return ""
+	}
+	return fmt.Sprintf("the canary has %d/%d ready pods, below its ready threshold %d%%: no traffic to it, waiting for it within the progress deadline (%s)",
+		o.Canary.Ready, o.Canary.Desired, plan.CanaryReadyThreshold(c.Spec), plan.ProgressDeadline(c.Spec))
 }

@@ -3,6 +3,7 @@ package canary
 import (
 	"fmt"
 	"maps"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -27,13 +28,14 @@ func primaryName(name string) string { return name + primarySuffix }
 
 // primarySelector returns the target's selector labels with every value suffixed -primary, so
 // primary pods never match the canary's selector.
-func primarySelector(target *appsv1.Deployment) (map[string]string, error) {
-	sel := target.Spec.Selector
+func primarySelector(target workload) (map[string]string, error) {
+	sel := target.selector()
+	kind := strings.ToLower(target.kind())
 	if sel == nil || len(sel.MatchLabels) == 0 {
-		return nil, fmt.Errorf("deployment %s has no selector matchLabels", target.Name)
+		return nil, fmt.Errorf("%s %s has no selector matchLabels", kind, target.obj().GetName())
 	}
 	if len(sel.MatchExpressions) > 0 {
-		return nil, fmt.Errorf("deployment %s selector uses matchExpressions, which Sluice cannot mirror for the primary", target.Name)
+		return nil, fmt.Errorf("%s %s selector uses matchExpressions, which Sluice cannot mirror for the primary", kind, target.obj().GetName())
 	}
 	out := make(map[string]string, len(sel.MatchLabels))
 	for k, v := range sel.MatchLabels {
@@ -44,12 +46,12 @@ func primarySelector(target *appsv1.Deployment) (map[string]string, error) {
 
 // primaryTemplate derives the primary's pod template from the target's: selector labels get the
 // -primary suffix and tracked ConfigMap/Secret references point at the -primary copies.
-func primaryTemplate(target *appsv1.Deployment, tracked []configRef) (corev1.PodTemplateSpec, error) {
+func primaryTemplate(target workload, tracked []configRef) (corev1.PodTemplateSpec, error) {
 	sel, err := primarySelector(target)
 	if err != nil {
 		return corev1.PodTemplateSpec{}, err
 	}
-	tpl := *target.Spec.Template.DeepCopy()
+	tpl := *target.revisionTemplate().DeepCopy()
 	if tpl.Labels == nil {
 		tpl.Labels = map[string]string{}
 	}
@@ -68,30 +70,38 @@ func primaryTemplate(target *appsv1.Deployment, tracked []configRef) (corev1.Pod
 }
 
 // newPrimary builds <target>-primary running the target's template at revision, owned by the
-// Canary. Replicas: the target's (at least 1).
-func newPrimary(canary *sluicev1.Canary, target *appsv1.Deployment, tracked []configRef, revision string) (*appsv1.Deployment, error) {
+// Canary, of the target's kind. Replicas: the target's (at least 1); a DaemonSet primary runs on
+// the target's nodes.
+func newPrimary(canary *sluicev1.Canary, target workload, tracked []configRef, revision string) (workload, error) {
 	tpl, err := primaryTemplate(target, tracked)
 	if err != nil {
 		return nil, err
 	}
 	sel, _ := primarySelector(target)
-	replicas := int32(1)
-	if target.Spec.Replicas != nil && *target.Spec.Replicas > 0 {
-		replicas = *target.Spec.Replicas
+	meta := metav1.ObjectMeta{
+		Name:        primaryName(target.obj().GetName()),
+		Namespace:   target.obj().GetNamespace(),
+		Labels:      map[string]string{LabelCanary: canary.Name},
+		Annotations: map[string]string{AnnotationRevision: revision},
 	}
-	spec := *target.Spec.DeepCopy()
-	spec.Replicas = &replicas
-	spec.Selector = &metav1.LabelSelector{MatchLabels: sel}
-	spec.Template = tpl
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        primaryName(target.Name),
-			Namespace:   target.Namespace,
-			Labels:      map[string]string{LabelCanary: canary.Name},
-			Annotations: map[string]string{AnnotationRevision: revision},
-		},
-		Spec: spec,
-	}, nil
+	switch t := target.(type) {
+	case daemonSet:
+		spec := *t.d.Spec.DeepCopy()
+		spec.Selector = &metav1.LabelSelector{MatchLabels: sel}
+		spec.Template = tpl
+		return daemonSet{&appsv1.DaemonSet{ObjectMeta: meta, Spec: spec}}, nil
+	case deployment:
+		replicas := int32(1)
+		if r := t.d.Spec.Replicas; r != nil && *r > 0 {
+			replicas = *r
+		}
+		spec := *t.d.Spec.DeepCopy()
+		spec.Replicas = &replicas
+		spec.Selector = &metav1.LabelSelector{MatchLabels: sel}
+		spec.Template = tpl
+		return deployment{&appsv1.Deployment{ObjectMeta: meta, Spec: spec}}, nil
+	}
+	return nil, fmt.Errorf("target kind %s has no primary", target.kind())
 }
 
 // servicePort is the port of the apex, primary and canary Services.
@@ -112,7 +122,7 @@ func servicePort(canary *sluicev1.Canary) corev1.ServicePort {
 // desiredServices returns the apex Service (selecting primary pods; see apexSelector for provider
 // kubernetes), <apex>-primary and <apex>-canary (selecting the target's pods), each with the
 // Canary's port (and the discovered ones), spec.service's metadata, and headless when asked.
-func desiredServices(canary *sluicev1.Canary, target *appsv1.Deployment) ([]*corev1.Service, error) {
+func desiredServices(canary *sluicev1.Canary, target workload) ([]*corev1.Service, error) {
 	primarySel, err := primarySelector(target)
 	if err != nil {
 		return nil, err
@@ -132,6 +142,6 @@ func desiredServices(canary *sluicev1.Canary, target *appsv1.Deployment) ([]*cor
 	return []*corev1.Service{
 		mk(names.Apex, roleApex, primarySel),
 		mk(names.Primary, rolePrimary, primarySel),
-		mk(names.Canary, roleCanary, maps.Clone(target.Spec.Selector.MatchLabels)),
+		mk(names.Canary, roleCanary, maps.Clone(target.selector().MatchLabels)),
 	}, nil
 }

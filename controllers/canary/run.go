@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,10 +57,14 @@ func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *
 		return res, obs.o.Stall, err
 	}
 	d := plan.Decide(obs.o)
-	if err := r.apply(ctx, tick, canary, router, obs, d); err != nil {
-		return ctrl.Result{}, obs.o.Stall, err
+	stall := obs.o.Stall
+	if d.Stall != nil {
+		stall = d.Stall
 	}
-	return ctrl.Result{RequeueAfter: d.RequeueAfter}, obs.o.Stall, nil
+	if err := r.apply(ctx, tick, canary, router, obs, d); err != nil {
+		return ctrl.Result{}, stall, err
+	}
+	return ctrl.Result{RequeueAfter: d.RequeueAfter}, stall, nil
 }
 
 // stallPermanent turns a provider error that says the route or the spec can never work as it is
@@ -74,6 +78,14 @@ func stallPermanent(err error) error {
 		return reconcilekit.Stalled(reason, "%w", err)
 	}
 	return err
+}
+
+// targetKind is spec.targetRef.kind, Deployment when unset.
+func targetKind(canary *sluicev1.Canary) string {
+	if canary.Spec.TargetRef.Kind == "" {
+		return kindDeployment
+	}
+	return canary.Spec.TargetRef.Kind
 }
 
 func providerOf(canary *sluicev1.Canary) sluicev1.Provider {
@@ -115,19 +127,20 @@ func (r *Reconciler) targetConflict(ctx context.Context, canary *sluicev1.Canary
 	return nil
 }
 
-// target reads the Canary's target Deployment. errors: stalled when missing.
-func (r *Reconciler) target(ctx context.Context, canary *sluicev1.Canary) (*appsv1.Deployment, error) {
-	if kind := canary.Spec.TargetRef.Kind; kind != "" && kind != "Deployment" {
-		return nil, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec,
-			"spec.targetRef.kind %s: this controller delivers Deployments only; DaemonSet targets are accepted by the API but not implemented yet", kind)
+// target reads the Canary's target workload (a Deployment, or a DaemonSet). errors: stalled when
+// missing or of a kind Sluice does not deliver.
+func (r *Reconciler) target(ctx context.Context, canary *sluicev1.Canary) (workload, error) {
+	kind := targetKind(canary)
+	if kind != kindDeployment && kind != kindDaemonSet {
+		return nil, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "spec.targetRef.kind %s: Sluice delivers Deployments and DaemonSets", kind)
 	}
-	target := &appsv1.Deployment{}
+	target := newWorkload(kind)
 	key := client.ObjectKey{Namespace: canary.Namespace, Name: canary.Spec.TargetRef.Name}
-	if err := r.Get(ctx, key, target); err != nil {
+	if err := r.Get(ctx, key, target.obj()); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, reconcilekit.Stalled(sluicev1.ReasonTargetNotFound, "target deployment %s not found", key.Name)
+			return nil, reconcilekit.Stalled(sluicev1.ReasonTargetNotFound, "target %s %s not found", strings.ToLower(kind), key.Name)
 		}
-		return nil, fmt.Errorf("reading target deployment %s: %w", key.Name, err)
+		return nil, fmt.Errorf("reading target %s %s: %w", strings.ToLower(kind), key.Name, err)
 	}
 	if _, err := primarySelector(target); err != nil {
 		return nil, reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)

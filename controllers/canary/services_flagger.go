@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -44,14 +43,14 @@ func decorate(canary *sluicev1.Canary, role serviceRole, svc *corev1.Service) {
 // discoveredPorts are the target's other container ports (spec.service.portDiscovery), each
 // named after the container port (or tcp-<port>) and forwarded to itself, skipping the main
 // port's target and any port already listed.
-func discoveredPorts(canary *sluicev1.Canary, target *appsv1.Deployment, main corev1.ServicePort) []corev1.ServicePort {
+func discoveredPorts(canary *sluicev1.Canary, target workload, main corev1.ServicePort) []corev1.ServicePort {
 	if !canary.Spec.Service.PortDiscovery {
 		return nil
 	}
 	var out []corev1.ServicePort
 	seenPort := map[int32]bool{main.Port: true}
 	seenName := map[string]bool{main.Name: true}
-	for _, c := range target.Spec.Template.Spec.Containers {
+	for _, c := range target.podTemplate().Spec.Containers {
 		for _, p := range c.Ports {
 			if seenPort[p.ContainerPort] || (main.TargetPort.Type == intstr.String && main.TargetPort.StrVal == p.Name) ||
 				(main.TargetPort.Type == intstr.Int && main.TargetPort.IntVal == p.ContainerPort) {

@@ -2,12 +2,14 @@ package canary
 
 import (
 	"context"
+	"time"
 
 	istionetv1 "istio.io/client-go/pkg/apis/networking/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +34,10 @@ const (
 // metadata only).
 // Route kinds whose CRDs are not installed are not watched. maxConcurrent bounds the workers.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, maxConcurrent int) error {
+	// Notifications are delivered in the background; a stopping manager waits for them.
+	if err := mgr.Add(&r.deliveries); err != nil {
+		return err
+	}
 	if err := RegisterIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
@@ -40,8 +46,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, max
 		For(&sluicev1.Canary{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&appsv1.Deployment{}).
+		Owns(&appsv1.DaemonSet{}).
 		Owns(&corev1.Service{}).
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexTarget, func(o client.Object) string {
+			return o.GetName()
+		}))).
+		Watches(&appsv1.DaemonSet{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexTarget, func(o client.Object) string {
 			return o.GetName()
 		}))).
 		// Metadata only: a resourceVersion change is all a tracked config needs to start a run, and
@@ -52,7 +62,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, max
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexConfigs, func(o client.Object) string {
 			return kindSecret + "/" + o.GetName()
 		})), builder.OnlyMetadata).
-		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent})
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent, RateLimiter: errorBackoff()})
 	mapper := mgr.GetRESTMapper()
 	// Generated routes are owned; a user's route named by routeRef is watched through the index, so
 	// an outside edit of its weights is put back at once, not at the next step.
@@ -65,6 +75,18 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, max
 			r.byIndex(indexRouteRef, func(o client.Object) string { return "VirtualService/" + o.GetName() })))
 	}
 	return b.Complete(r)
+}
+
+// MaxErrorBackoff bounds the wait before a failed tick is retried. A tick fails on an error a
+// retry may fix (a refused route write, say); during a run, or after a rollback whose route
+// write failed, traffic may sit where it should not until a retry succeeds, and the progress
+// deadline is judged only when a tick runs: the default controller backoff (up to 16 minutes)
+// would leave both far behind their cause.
+const MaxErrorBackoff = 10 * time.Second
+
+// errorBackoff is the controller's retry backoff: exponential from 5 ms, at most MaxErrorBackoff.
+func errorBackoff() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, MaxErrorBackoff)
 }
 
 // byIndex maps an object to the Canaries in its namespace whose index holds keyOf(object).

@@ -73,6 +73,8 @@ type Reconciler struct {
 	Options
 
 	writes reconcilekit.WriteLog
+	// deliveries sends notifications in the background (never in a worker).
+	deliveries reconcilekit.Deliveries
 }
 
 // +kubebuilder:rbac:groups=sluice.dev,resources=dataplanes,verbs=get;list;watch;update;patch
@@ -90,7 +92,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 func (r *Reconciler) kit() reconcilekit.Kit {
-	return reconcilekit.Kit{Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder, Clock: r.Clock, Writes: &r.writes}
+	return reconcilekit.Kit{Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder, Clock: r.Clock, Writes: &r.writes, Deliveries: &r.deliveries}
 }
 
 // Reconcile runs one tick for a DataPlane, in a fixed order: fetch, deletion (the finalizer

@@ -37,6 +37,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, max
 		log.FromContext(ctx).Info("DataPlane CRD not installed: the dataplane controller is off", "error", err.Error())
 		return nil
 	}
+	// Notifications are delivered in the background; a stopping manager waits for them.
+	if err := mgr.Add(&r.deliveries); err != nil {
+		return err
+	}
 	wake := r.wakeRunning()
 	// Every pod matters: one that comes back without the proxy is as much news as a meshed one.
 	notJob := predicate.NewPredicateFuncs(func(o client.Object) bool {

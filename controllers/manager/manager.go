@@ -158,6 +158,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 			sluicev1.ProviderIstio:      istio.New(c),
 			sluicev1.ProviderKubernetes: kubernetes.New(c),
 		},
+		FreshRouters: freshRouters(c, mgr.GetAPIReader()),
 		Options: canary.Options{MaxProgressing: o.MaxProgressing, ScrapeInterval: o.ScrapeInterval,
 			Refs: refs, Egress: policy},
 	}

@@ -3,6 +3,7 @@ package metrictemplate
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -47,6 +48,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func SetReady(mt *sluicev1.MetricTemplate) {
 	cond := metav1.Condition{Type: sluicev1.ConditionReady, Status: metav1.ConditionTrue, Reason: sluicev1.ReasonValidQuery,
 		Message: "The query renders and is valid PromQL", ObservedGeneration: mt.Generation}
+	if vars := analysis.TemplateVariables(mt.Spec.Query); len(vars) > 0 {
+		// Defined by each Canary's metric templateVariables: a Canary that lacks one is stalled
+		// (InvalidQuery) before its run puts traffic on the canary.
+		cond.Message += "; every Canary using it must set templateVariables " + strings.Join(vars, ", ")
+	}
 	if err := analysis.ValidateTemplateQuery(mt.Spec.Query); err != nil {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, sluicev1.ReasonInvalidQuery, err.Error()
 	}

@@ -9,8 +9,10 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
@@ -79,5 +81,52 @@ func waitReady(t *testing.T, mt *sluicev1.MetricTemplate, want metav1.ConditionS
 			t.Fatalf("Ready never %s: %+v", want, got.Status)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestUnjudgeableQueriesMarkedInvalid runs the controller against a real apiserver: a query
+// Prometheus's parser types as a range vector or a string can never be judged (InvalidQuery
+// naming the type); a template that needs {{ .variables.NAME }} is valid and says which
+// templateVariables every Canary must set.
+func TestUnjudgeableQueriesMarkedInvalid(t *testing.T) {
+	testenv.Require(t, env)
+	ns := env.Namespace(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	for _, tc := range []struct {
+		name, query string
+		want        metav1.ConditionStatus
+		text        string
+	}{
+		{"range", `http_requests_total{namespace="{{ .namespace }}"}[5m]`, metav1.ConditionFalse, "returns a range vector"},
+		{"string", `"up"`, metav1.ConditionFalse, "returns a string"},
+		{"vars", `sum(up{job="{{ .variables.job }}",team="{{ .variables.team }}"})`, metav1.ConditionTrue,
+			"every Canary using it must set templateVariables job, team"},
+	} {
+		mt := &sluicev1.MetricTemplate{ObjectMeta: metav1.ObjectMeta{Name: tc.name, Namespace: ns},
+			Spec: sluicev1.MetricTemplateSpec{Query: tc.query}}
+		if err := env.Client.Create(ctx, mt); err != nil {
+			t.Fatal(err)
+		}
+		cond := waitReady(t, mt, tc.want)
+		wantReason := sluicev1.ReasonValidQuery
+		if tc.want == metav1.ConditionFalse {
+			wantReason = sluicev1.ReasonInvalidQuery
+		}
+		if cond.Reason != wantReason || !strings.Contains(cond.Message, tc.text) {
+			t.Errorf("%s: condition %+v; want %s mentioning %q", tc.name, cond, wantReason, tc.text)
+		}
 	}
 }

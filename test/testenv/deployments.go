@@ -54,3 +54,38 @@ func PlayDeploymentController(ctx context.Context, c client.Client, ns string, o
 		}
 	}
 }
+
+// MarkDaemonSetsRolledOut plays the DaemonSet controller once, for an apiserver without one, on a
+// cluster of nodes nodes labelled nodeLabels: every DaemonSet of ns — or only those named in only —
+// whose pod template's nodeSelector those labels match reports a pod updated, ready and available
+// on every node for its current generation; one whose nodeSelector they do not match reports
+// none. DaemonSets already reporting that are not written. errors: listing or patching fails.
+func MarkDaemonSetsRolledOut(ctx context.Context, c client.Client, ns string, nodes int32, nodeLabels map[string]string, only ...string) error {
+	list := &appsv1.DaemonSetList{}
+	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return fmt.Errorf("listing daemonsets: %w", err)
+	}
+	for i := range list.Items {
+		d := &list.Items[i]
+		if len(only) > 0 && !slices.Contains(only, d.Name) {
+			continue
+		}
+		n := nodes
+		for k, v := range d.Spec.Template.Spec.NodeSelector {
+			if nodeLabels[k] != v {
+				n = 0
+			}
+		}
+		st := appsv1.DaemonSetStatus{ObservedGeneration: d.Generation, DesiredNumberScheduled: n, CurrentNumberScheduled: n,
+			UpdatedNumberScheduled: n, NumberReady: n, NumberAvailable: n}
+		if equality.Semantic.DeepEqual(d.Status, st) {
+			continue
+		}
+		patch := client.MergeFrom(d.DeepCopy())
+		d.Status = st
+		if err := c.Status().Patch(ctx, d, patch); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("writing the status of daemonset %s: %w", d.Name, err)
+		}
+	}
+	return nil
+}

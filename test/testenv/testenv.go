@@ -4,7 +4,8 @@
 //
 // The binaries come from bin/ (built by hack/build-tools.sh from pinned Go modules); the Gateway API
 // and Istio CRDs are read from their Go modules' folders as `go list -m -f {{.Dir}}` reports them,
-// so they always match the versions in go.mod.
+// so they always match the versions in go.mod; CRDs of projects Sluice has no Go dependency on
+// (KEDA's ScaledObject) are vendored in crds/, each naming its source.
 package testenv
 
 import (
@@ -51,7 +52,9 @@ func RepoRoot() string {
 func NewScheme() *runtime.Scheme { return scheme.New() }
 
 // CRDPaths lists the CRD files and folders installed into every test apiserver: Sluice's
-// config/crd, Gateway API's config/crd/standard and Istio's customresourcedefinitions.gen.yaml.
+// config/crd, Gateway API's config/crd/standard, Istio's customresourcedefinitions.gen.yaml and
+// the third-party CRDs vendored in test/testenv/crds (KEDA's ScaledObject; each file names its
+// source).
 // errors: the go command failing to locate a module.
 func CRDPaths() ([]string, error) {
 	root := RepoRoot()
@@ -67,6 +70,7 @@ func CRDPaths() ([]string, error) {
 		filepath.Join(root, "config", "crd"),
 		filepath.Join(gwDir, "config", "crd", "standard"),
 		filepath.Join(istioDir, "kubernetes", "customresourcedefinitions.gen.yaml"),
+		filepath.Join(root, "test", "testenv", "crds"),
 	}, nil
 }
 

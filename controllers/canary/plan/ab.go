@@ -125,7 +125,7 @@ func iterationsDone(o Observed, d *Decision, s *sluicev1.CanaryStatus, label str
 	}
 	if g, held := gate(o, sluicev1.WebhookConfirmPromotion); held {
 		if o.Status.Phase != sluicev1.CanaryPhaseWaitingPromotion {
-			d.warning(EventWaitingAtGate, "Waiting at the confirm-promotion gate: "+g.Message)
+			d.gateWarning(EventWaitingAtGate, "Waiting at the confirm-promotion gate: "+g.Message, g)
 		}
 		d.setPhase(sluicev1.CanaryPhaseWaitingPromotion, o.Now)
 		return false

@@ -37,3 +37,60 @@ func primaryCanTakeOver(o Observed, d *Decision) bool {
 	d.RequeueAfter = PollInterval
 	return false
 }
+
+// EventTrafficHeld is recorded when a rollback or a cancelled run keeps the canary's traffic
+// share until the primary has the ready replicas to carry it; EventTrafficReturned when it moves.
+const (
+	EventTrafficHeld     = "TrafficHeldForPrimary"
+	EventTrafficReturned = "TrafficReturned"
+)
+
+// returnTraffic moves the canary's traffic share back to the primary after a run ended
+// (rollback, abort, cancel) — but never to a primary below its share: while the canary serves
+// traffic with more ready replicas than the primary has, the canary keeps its share, the primary
+// is scaled up to the canary's ready replicas, and the share returns once the primary has them
+// ready. It moves at once when the canary has no ready pods left (nothing to hold), and when the
+// primary has not caught up within progressDeadlineSeconds of the run's end (with a warning: a
+// rollback must end). It reports whether traffic is still held on the canary; when it returns
+// the traffic it asks for the canary to scale down.
+func returnTraffic(o Observed, d *Decision) (held bool) {
+	w := d.Status.CanaryWeight
+	if w == 0 {
+		return false
+	}
+	need := o.Canary.Ready
+	capable := o.Primary.Ready >= need && o.Primary.Ready > 0
+	canaryServes := o.Canary.IsReady(CanaryReadyThreshold(o.Spec))
+	ended := o.Now
+	if t := d.Status.LastTransitionTime; t != nil {
+		ended = t.Time
+	}
+	overdue := !o.Now.Before(ended.Add(ProgressDeadline(o.Spec)))
+	if capable || !canaryServes || overdue {
+		d.setWeight(0)
+		d.do(ActionScaleCanaryDown)
+		d.StatusFirst = true
+		afterHold := o.Status.Phase == d.Status.Phase // a later tick of the ended run: it held the traffic
+		switch {
+		case overdue:
+			d.warning(EventTrafficReturned, fmt.Sprintf("All traffic back on the primary with %d ready replicas, fewer than the %d the canary served %d%% with: "+
+				"the primary did not scale up within %s (progressDeadlineSeconds)", o.Primary.Ready, need, w, ProgressDeadline(o.Spec)))
+		case afterHold && capable:
+			d.normal(EventTrafficReturned, fmt.Sprintf("All traffic back on the primary: it has %d ready replicas, the canary served %d%% with %d",
+				o.Primary.Ready, w, need))
+		case afterHold:
+			d.warning(EventTrafficReturned, fmt.Sprintf("All traffic back on the primary (%d ready replicas): the canary has no ready replicas left to serve its %d%%",
+				o.Primary.Ready, w))
+		}
+		return false
+	}
+	if o.Primary.Desired < need {
+		d.scalePrimary(need)
+	}
+	if o.Status.Phase != d.Status.Phase { // the tick the run ended: say why the traffic stays
+		d.normal(EventTrafficHeld, fmt.Sprintf("The canary keeps its %d%% until the primary has %d ready replicas (it has %d): the primary is never below its share of traffic",
+			w, need, o.Primary.Ready))
+	}
+	d.RequeueAfter = PollInterval
+	return true
+}

@@ -61,29 +61,38 @@ func Decide(o Observed) Decision {
 	restoreDriftedWeights(o, &d)
 	syncABRoutes(o, &d)
 	syncExtras(o, &d)
+	scaleDownLast(&d)
 	return d
 }
 
-// initialize waits for the primary to become ready, then routes everything to it and scales the
-// target down.
-func initialize(o Observed, d *Decision) {
-	d.setPhase(sluicev1.CanaryPhaseInitializing, o.Now)
-	if o.MetricsWait != nil || !o.Primary.IsReady(PrimaryReadyThreshold(o.Spec)) {
-		d.RequeueAfter = PollInterval
+// scaleDownLast moves the canary's scale-down after every other action, so it runs only once the
+// route writes that take traffic off the canary (weights, A/B rules, mirroring, affinity) went
+// through: the controller stops at the first failed action, and a route write refused in any
+// phase (a rollback, an idle repair) never leaves traffic on a canary without pods.
+func scaleDownLast(d *Decision) {
+	if !d.Has(ActionScaleCanaryDown) {
 		return
 	}
-	d.setWeight(0)
-	d.do(ActionScaleCanaryDown)
-	d.Status.LastAppliedSpec = o.Primary.Revision
-	d.Status.LastPromotedSpec = o.Primary.Revision
-	d.Status.TrackedConfigs = o.TrackedConfigs
-	d.setPhase(sluicev1.CanaryPhaseInitialized, o.Now)
-	d.normal(EventInitialized, fmt.Sprintf("Initialization done: primary %s ready, all traffic on the primary", o.Primary.Revision))
+	actions := make([]Action, 0, len(d.Actions))
+	for _, a := range d.Actions {
+		if a != ActionScaleCanaryDown {
+			actions = append(actions, a)
+		}
+	}
+	d.Actions = append(actions, ActionScaleCanaryDown)
 }
 
 // idle watches for a new revision while no run is in flight, keeps the target scaled down and the
 // primary on the promoted revision.
 func idle(o Observed, d *Decision) {
+	if returnTraffic(o, d) {
+		// An ended run's canary keeps its share until the primary can carry it; the primary's
+		// restore (a rollback after its promotion) goes on meanwhile.
+		if p := o.Primary; p.Exists && p.Revision != "" && o.Status.LastPromotedSpec != "" && p.Revision != o.Status.LastPromotedSpec {
+			d.do(ActionRestorePrimary)
+		}
+		return
+	}
 	if restorePrimary(o, d) {
 		return
 	}
@@ -161,7 +170,7 @@ func newRun(o Observed, d *Decision) {
 	}
 	if g, held := gate(o, sluicev1.WebhookConfirmRollout); held {
 		if d.Status.Phase != sluicev1.CanaryPhaseWaiting {
-			d.warning(EventWaitingAtGate, fmt.Sprintf("New revision %s waits at the confirm-rollout gate: %s", o.Revision, g.Message))
+			d.gateWarning(EventWaitingAtGate, fmt.Sprintf("New revision %s waits at the confirm-rollout gate: %s", o.Revision, g.Message), g)
 		}
 		d.setPhase(sluicev1.CanaryPhaseWaiting, o.Now)
 		return
@@ -200,14 +209,19 @@ func startRun(o Observed, d *Decision) {
 
 // cancelRun ends a run whose target went back to the revision the primary runs: there is nothing
 // left to deliver, so traffic returns to the primary and the canary scales down.
+// The primary is never below its share: see returnTraffic.
 func cancelRun(o Observed, d *Decision) {
-	d.setWeight(0)
-	d.do(ActionScaleCanaryDown)
 	d.StatusFirst = true
 	d.Status.LastAppliedSpec = o.Revision
 	d.Status.TrackedConfigs = o.TrackedConfigs
 	d.setPhase(sluicev1.CanaryPhaseSucceeded, o.Now)
 	d.normal(EventRunCancelled, fmt.Sprintf("Target reverted to the primary's revision %s; run cancelled, all traffic on the primary", o.Revision))
+	if d.Status.CanaryWeight == 0 {
+		d.setWeight(0)
+		d.do(ActionScaleCanaryDown)
+	} else {
+		returnTraffic(o, d)
+	}
 }
 
 func holdRequeue(o Observed) time.Duration {

@@ -52,8 +52,15 @@ type Decision struct {
 	// lost, the next tick repairs it from the status (idle phases put the route and the canary's
 	// replicas back to what status says); if the status were written last and lost, the run would
 	// still be Progressing and move traffic forward again. Forward moves write the status last: a
-	// lost status is recovered from the route and the primary (see recoverLostWrites).
+	// lost status is recovered from the route and the primary (see recoverLostWrites). The start
+	// of a promotion writes it first too (startPromotion): its writes are several, and Promoting
+	// retries them.
 	StatusFirst bool
+	// Waiting, during initialization, says what the primary is waiting on (for the conditions).
+	Waiting *Hold
+	// Stall, during initialization, reports it stalled past the progress deadline with its root
+	// cause: the controller sets the Stalled condition and records the event once.
+	Stall *Hold
 }
 
 // Has reports whether the decision carries action a.
@@ -74,6 +81,13 @@ func (d *Decision) normal(reason, msg string) {
 
 func (d *Decision) warning(reason, msg string) {
 	d.Events = append(d.Events, planevent.Warning(reason, msg))
+}
+
+// gateWarning records a warning about gate g, muted when g's failing webhooks mute alerts.
+func (d *Decision) gateWarning(reason, msg string, g GateResult) {
+	e := planevent.Warning(reason, msg)
+	e.Muted = g.Muted
+	d.Events = append(d.Events, e)
 }
 
 // setPhase moves to phase p, stamping lastTransitionTime when it changes.

@@ -57,6 +57,10 @@ type Observed struct {
 	// rebuilt from a target back on the promoted revision): the lifecycle starts over at
 	// Initializing.
 	PrimaryCreated bool
+	// PrimaryWaitingOn, while initializing with an unready primary, is what it waits on, as its
+	// Deployment and pods say (a ReplicaSet's FailedCreate, ImagePullBackOff, Unschedulable); ""
+	// when nothing names it.
+	PrimaryWaitingOn string
 	// MetricsWait, when set, keeps an initializing Canary waiting for its metrics server.
 	MetricsWait *Hold
 	// Answers are the gate webhook answers the controller received this tick; Decide records them
@@ -145,11 +149,40 @@ type Hold struct {
 	Message string
 	// Until is when to look again; zero means one interval.
 	Until time.Time
+	// Deliberate marks an operator's pause (spec.suspend with traffic on the canary): it holds
+	// only the advance. Checks keep running every interval and the failed-check threshold and
+	// consecutive-error limit still roll a failing canary back, but the progress deadline waits
+	// (a deliberate hold is not a stuck run): it counts again from the last check once resumed.
+	// A stall during the pause keeps its deadline.
+	Deliberate bool
+}
+
+// PausedWithTraffic reports whether an operator's pause (spec.suspend) must keep the run's checks
+// going: a run in Progressing or WaitingPromotion with traffic on the canary. Elsewhere a pause
+// freezes everything (no traffic on the canary, or a promotion in flight).
+func PausedWithTraffic(spec sluicev1.CanarySpec, s sluicev1.CanaryStatus) bool {
+	if !spec.Suspend {
+		return false
+	}
+	switch s.Phase {
+	case sluicev1.CanaryPhaseProgressing, sluicev1.CanaryPhaseWaitingPromotion:
+		return trafficOn(spec, s)
+	}
+	return false
+}
+
+// pausedByOperator reports whether the run is held by an operator's pause and nothing else
+// stalls it: the progress deadline waits.
+func pausedByOperator(o Observed) bool {
+	return o.Hold != nil && o.Hold.Deliberate && o.Stall == nil
 }
 
 // GateResult is the outcome of all webhooks of one gate type: Passed only when every one passed.
 type GateResult struct {
 	Passed bool
+	// Muted: every webhook that did not pass has webhooks[].muteAlert, so waiting at the gate (or
+	// a failed pre-rollout check) sends no alert, as in Flagger; the event is still recorded.
+	Muted bool
 	// Message names the webhooks that did not pass and why (status code, timeout, no approval).
 	Message string
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
@@ -33,6 +34,7 @@ func progress(o Observed, d *Decision) {
 	if recoverLostWrites(o, d) {
 		return
 	}
+	defer pauseDeadline(o, d)
 	if rolledBack(o, d) {
 		return
 	}
@@ -68,7 +70,7 @@ func progress(o Observed, d *Decision) {
 	if !ok {
 		if g, held := gate(o, sluicev1.WebhookConfirmPromotion); held {
 			if o.Status.Phase != sluicev1.CanaryPhaseWaitingPromotion {
-				d.warning(EventWaitingAtGate, "Waiting at the confirm-promotion gate: "+g.Message)
+				d.gateWarning(EventWaitingAtGate, "Waiting at the confirm-promotion gate: "+g.Message, g)
 			}
 			d.setPhase(sluicev1.CanaryPhaseWaitingPromotion, o.Now)
 			return
@@ -77,7 +79,7 @@ func progress(o Observed, d *Decision) {
 		return
 	}
 	if g, held := gate(o, sluicev1.WebhookConfirmTrafficIncrease); held {
-		d.warning(EventWaitingAtGate, fmt.Sprintf("Weight %d waits at the confirm-traffic-increase gate: %s", next, g.Message))
+		d.gateWarning(EventWaitingAtGate, fmt.Sprintf("Weight %d waits at the confirm-traffic-increase gate: %s", next, g.Message), g)
 		return
 	}
 	d.setWeight(next)
@@ -104,6 +106,27 @@ func unreadyCanary(o Observed, d *Decision) bool {
 	return true
 }
 
+// PrimaryUnready is the stall of a run whose primary fell below its ready threshold while it
+// still serves a share (Progressing, WaitingPromotion), or nil. The run then takes no step and
+// does not promote — moving the primary's share to the canary would send more traffic to a
+// revision still under analysis —, checks go on, the condition and events say why, and the
+// progress deadline ends the run if the primary does not recover.
+func PrimaryUnready(o Observed) *Hold {
+	switch o.Status.Phase {
+	case sluicev1.CanaryPhaseProgressing, sluicev1.CanaryPhaseWaitingPromotion:
+	default:
+		return nil
+	}
+	threshold := PrimaryReadyThreshold(o.Spec)
+	// Ready pods, not a finished rollout: a primary whose status lags a spec change still serves.
+	if !o.Primary.Exists || (o.Primary.Ready > 0 && o.Primary.ReadyPercent() >= threshold) {
+		return nil
+	}
+	return &Hold{Reason: sluicev1.ReasonPrimaryUnready, Message: fmt.Sprintf(
+		"primary has %d/%d ready pods, below its ready threshold %d%%: the run holds (no step, no promotion) until it recovers, within the progress deadline (%s)",
+		o.Primary.Ready, o.Primary.Desired, threshold, ProgressDeadline(o.Spec))}
+}
+
 // advanceHeld reports whether a hold or a stall keeps the step from advancing, and looks again
 // when it may lift.
 func advanceHeld(o Observed, d *Decision) bool {
@@ -128,7 +151,7 @@ func preRolloutPassed(o Observed, d *Decision) bool {
 	if g, held := gate(o, sluicev1.WebhookPreRollout); held {
 		s.FailedChecks++
 		s.LastStepTime = stamp(o.Now)
-		d.warning(EventPreRolloutFailed, fmt.Sprintf("Pre-rollout check failed (%d/%d): %s", s.FailedChecks, Threshold(o.Spec), g.Message))
+		d.gateWarning(EventPreRolloutFailed, fmt.Sprintf("Pre-rollout check failed (%d/%d): %s", s.FailedChecks, Threshold(o.Spec), g.Message), g)
 		if s.FailedChecks >= Threshold(o.Spec) {
 			rollback(o, d, "pre-rollout checks failed: "+g.Message)
 		}
@@ -247,11 +270,13 @@ func rolledBack(o Observed, d *Decision) bool {
 		rollback(o, d, fmt.Sprintf("metrics unavailable for %d consecutive checks (consecutiveErrorLimit %d)", o.Status.ConsecutiveErrors, limit))
 		return true
 	}
-	if deadlinePassed(o) {
+	if deadlinePassed(o) && !pausedByOperator(o) {
 		why := ""
 		switch {
 		case o.Stall != nil:
 			why = fmt.Sprintf(" while stalled (%s: %s)", o.Stall.Reason, o.Stall.Message)
+		case reconcileError(o.Status) != "":
+			why = fmt.Sprintf(" while its writes failed (%s: %s)", sluicev1.ReasonReconcileError, reconcileError(o.Status))
 		case !o.Canary.IsReady(CanaryReadyThreshold(o.Spec)):
 			why = fmt.Sprintf(" waiting for the canary to become ready (%d/%d ready)", o.Canary.Ready, o.Canary.Desired)
 		case o.Status.LastCheck != nil && o.Status.LastCheck.Outcome != sluicev1.CheckPassed:
@@ -264,6 +289,16 @@ func rolledBack(o Observed, d *Decision) bool {
 		return true
 	}
 	return false
+}
+
+// reconcileError is the message of the error the last ticks failed with (Ready=False with reason
+// ReconcileError: a route or workload write refused, say), or "".
+func reconcileError(s sluicev1.CanaryStatus) string {
+	if c := meta.FindStatusCondition(s.Conditions, sluicev1.ConditionReady); c != nil &&
+		c.Status == metav1.ConditionFalse && c.Reason == sluicev1.ReasonReconcileError {
+		return c.Message
+	}
+	return ""
 }
 
 func deadlinePassed(o Observed) bool {
@@ -309,21 +344,43 @@ func AnalysisDue(o Observed) bool {
 
 // rollback routes all traffic to the primary, scales the canary down and fails the run. The
 // status is written first (Decision.StatusFirst). When the primary already runs the run's
-// revision (promoted), it is restored to the last promoted one. A primary with fewer replicas than
-// the canary serves with is scaled up in the same tick (see primaryCanTakeOver): a rollback does
-// not wait.
+// revision (promoted), it is restored to the last promoted one. The primary is never below its
+// share of traffic: when the canary serves its share with more ready replicas than the primary
+// has, the canary keeps it while the primary scales up (returnTraffic; the Failed run's idle ticks
+// move it once the primary has them ready).
 func rollback(o Observed, d *Decision, reason string) {
-	if o.Status.CanaryWeight > 0 && o.Primary.Desired < o.Canary.Ready {
-		d.scalePrimary(o.Canary.Ready)
-	}
-	d.setWeight(0)
-	d.do(ActionScaleCanaryDown)
 	d.StatusFirst = true
+	restore := false
 	if p := o.Primary; p.Exists && p.Revision != "" && o.Status.LastPromotedSpec != "" && p.Revision != o.Status.LastPromotedSpec {
-		d.do(ActionRestorePrimary)
+		restore = true
 		reason += fmt.Sprintf("; restoring the primary from %s to %s", p.Revision, o.Status.LastPromotedSpec)
 	}
 	d.setPhase(sluicev1.CanaryPhaseFailed, o.Now)
 	d.RequeueAfter = Interval(o.Spec)
 	d.warning(EventRollback, fmt.Sprintf("Rolling back %s: %s", o.Status.LastAppliedSpec, reason))
+	if d.Status.CanaryWeight == 0 {
+		d.setWeight(0)
+		d.do(ActionScaleCanaryDown)
+	} else {
+		returnTraffic(o, d)
+	}
+	if restore {
+		d.do(ActionRestorePrimary)
+	}
+}
+
+// pauseDeadline keeps the progress deadline waiting during an operator's pause: each check taken
+// while paused counts as progress for the deadline only (the failed-check threshold still
+// applies), so after a resume the deadline counts from the last check, not from before the pause.
+func pauseDeadline(o Observed, d *Decision) {
+	if !pausedByOperator(o) || !runningPhase(d.Status.Phase) {
+		return
+	}
+	if last := d.Status.LastStepTime; last != nil && (o.Status.LastStepTime == nil || last.After(o.Status.LastStepTime.Time)) {
+		d.Status.LastProgressTime = last.DeepCopy()
+	}
+}
+
+func runningPhase(p sluicev1.CanaryPhase) bool {
+	return p == sluicev1.CanaryPhaseProgressing || p == sluicev1.CanaryPhaseWaitingPromotion
 }

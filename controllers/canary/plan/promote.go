@@ -7,8 +7,13 @@ import (
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 )
 
-// startPromotion begins copying the canary's template and configs to the primary.
+// startPromotion begins copying the canary's template and configs to the primary. The status
+// (Promoting, with the check that allowed it counted) is written first: the promotion is several
+// writes (config restore points, config copies, the primary), and a crash between them must
+// neither repeat that check nor leave the run Progressing; the Promoting phase retries the
+// promotion until the primary runs the revision (promote).
 func startPromotion(o Observed, d *Decision) {
+	d.StatusFirst = true
 	d.setPhase(sluicev1.CanaryPhasePromoting, o.Now)
 	d.Status.LastProgressTime = stamp(o.Now)
 	d.do(ActionPromotePrimary)
@@ -31,6 +36,10 @@ func promote(o Observed, d *Decision) {
 		// unanalysed revision; start over with the new one.
 		d.warning(EventRestarted, fmt.Sprintf("New revision %s before promotion of %s; restarting from weight 0", o.Revision, o.Status.LastAppliedSpec))
 		startRun(o, d)
+		return
+	}
+	if promoted && o.Revision != o.Status.LastAppliedSpec {
+		newRevisionAfterPromotion(o, d)
 		return
 	}
 	if o.Status.FailedChecks >= Threshold(o.Spec) || o.Status.ConsecutiveErrors >= ConsecutiveErrorLimit(o.Spec) {
@@ -82,6 +91,21 @@ func promote(o Observed, d *Decision) {
 	d.setPhase(sluicev1.CanaryPhaseFinalising, o.Now)
 	d.RequeueAfter = time.Millisecond
 	d.normal(EventFinalising, "All traffic on the promoted primary; scaling the canary down")
+}
+
+// newRevisionAfterPromotion handles a new target revision once the primary already runs the
+// run's (analysed) one: the canary's pods are rolling to a revision no check has judged, so every
+// request leaves the canary in this tick (weight 0, A/B rules and mirroring off with the phase) —
+// to the primary, which serves the analysed revision — and the promotion completes. The new
+// revision then starts its own run from weight 0.
+func newRevisionAfterPromotion(o Observed, d *Decision) {
+	d.setWeight(0)
+	d.Status.LastStepTime = stamp(o.Now)
+	d.Status.LastProgressTime = stamp(o.Now)
+	d.setPhase(sluicev1.CanaryPhaseFinalising, o.Now)
+	d.RequeueAfter = time.Millisecond
+	d.warning(EventRestarted, fmt.Sprintf("New revision %s while promoting %s: all traffic to the primary, which runs %s; the promotion completes, then %s starts its own run",
+		o.Revision, o.Status.LastAppliedSpec, o.Status.LastAppliedSpec, o.Revision))
 }
 
 // promotionChecks reports whether a promotion steps its weight back to the primary over several

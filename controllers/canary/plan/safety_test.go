@@ -4,7 +4,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
@@ -216,4 +218,64 @@ func TestGoldenFailureDuringStepWeightPromotionRestoresPrimary(t *testing.T) {
 			w.status.LastPromotedSpec, w.restores)
 	}
 	golden.Assert(t, "promotion-check-fails", w.log)
+}
+
+// A run whose writes keep failing (a route write refused by an admission policy: an error, not a
+// stall) ends at the progress deadline, and the rollback names the error, as it names a stall.
+func TestDeadlineNamesTheFailingWrites(t *testing.T) {
+	spec := seedSpec()
+	spec.ProgressDeadlineSeconds = ptr.To[int32](180)
+	w := newWorld(spec)
+	w.analysis = passing
+	w.initialized(t)
+	w.targetRevision = "rev-2"
+	w.runTo(t, 20)
+	o := w.observe()
+	o.Now = o.Status.LastProgressTime.Add(181 * time.Second)
+	o.Status.Conditions = []metav1.Condition{{Type: sluicev1.ConditionReady, Status: metav1.ConditionFalse, Reason: sluicev1.ReasonReconcileError,
+		Message: "SetWeights: applying HTTPRoute podinfo: denied by ValidatingAdmissionPolicy br13-freeze-routes"}}
+	d := Decide(o)
+	var msgs []string
+	for _, e := range d.Events {
+		msgs = append(msgs, e.Message)
+	}
+	if d.Status.Phase != sluicev1.CanaryPhaseFailed || !strings.Contains(strings.Join(msgs, "\n"),
+		"progress deadline exceeded while its writes failed (ReconcileError: SetWeights: applying HTTPRoute podinfo: denied") {
+		t.Fatalf("phase %s, events:\n%s", d.Status.Phase, strings.Join(msgs, "\n"))
+	}
+}
+
+// The primary loses its ready pods mid-run at weight 20: the run takes no further step (its share
+// never moves to the canary under analysis, and nothing is promoted), checks go on, and the run
+// rolls back at the progress deadline naming the primary. When it recovers first, the run goes on.
+func TestPrimaryUnreadyMidRunHoldsTheRun(t *testing.T) {
+	spec := seedSpec()
+	spec.ProgressDeadlineSeconds = ptr.To[int32](300)
+	w := newWorld(spec)
+	w.analysis = passing
+	w.initialized(t)
+	w.targetRevision = "rev-2"
+	w.runTo(t, 20)
+	w.primaryDown = true
+	checks := w.checks
+	w.runUntil(t, 50, sluicev1.CanaryPhaseFailed)
+	last := w.log[len(w.log)-1]
+	if slices.Contains(w.routeLog, 30) || w.checks == checks || !strings.Contains(last, "while stalled (PrimaryUnready: primary has 0/2 ready pods") {
+		t.Fatalf("route log %v, %d checks while held, rollback %q", w.routeLog, w.checks-checks, last)
+	}
+
+	w = newWorld(spec)
+	w.analysis = passing
+	w.initialized(t)
+	w.targetRevision = "rev-2"
+	w.runTo(t, 20)
+	w.primaryDown = true
+	for i := 0; i < 3; i++ {
+		w.tick(t)
+	}
+	if w.routeWeight != 20 {
+		t.Fatalf("weight %d while the primary is down, want 20 (held)", w.routeWeight)
+	}
+	w.primaryDown = false
+	w.runUntil(t, 60, sluicev1.CanaryPhaseSucceeded)
 }

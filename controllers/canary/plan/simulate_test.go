@@ -25,6 +25,8 @@ type world struct {
 	primaryReplicas  int32
 	canaryReplicas   int32
 	canaryNeverReady bool
+	primaryRolling   bool // the primary's rollout has not finished (its ready pods still serve)
+	primaryDown      bool // the primary has no ready pod
 	routeWeight      int32
 	abOn             bool   // the route holds A/B rules
 	mirror           int32  // the route mirrors this percentage to the canary
@@ -60,16 +62,24 @@ func (w *world) observe() Observed {
 	if w.canaryNeverReady {
 		canaryReady = 0
 	}
-	return Observed{
+	primaryReady := w.primaryReplicas
+	if w.primaryDown {
+		primaryReady = 0
+	}
+	o := Observed{
 		Now: w.now, Spec: w.spec, Status: w.status, Revision: w.targetRevision,
 		Primary: Workload{Exists: w.primaryRevision != "", Revision: w.primaryRevision,
-			Desired: w.primaryReplicas, Ready: w.primaryReplicas, Updated: w.primaryReplicas, RolledOut: true},
+			Desired: w.primaryReplicas, Ready: primaryReady, Updated: w.primaryReplicas, RolledOut: !w.primaryRolling},
 		Canary: Workload{Exists: true, Revision: w.targetRevision, Desired: w.canaryReplicas,
 			Ready: canaryReady, Updated: w.canaryReplicas, RolledOut: true},
 		RouteWeight: w.routeWeight, RouteKnown: true, RouteABOn: w.abOn, RouteABKnown: true,
 		RouteMirror: w.mirror, RouteCookie: w.cookie, RouteExtrasKnown: true,
 		Hold: w.hold, Stall: w.stall,
 	}
+	if o.Stall == nil { // as the controller's observe step does
+		o.Stall = PrimaryUnready(o)
+	}
+	return o
 }
 
 // lost reports whether write (the status, or an action's name) of d is lost this tick.
@@ -120,6 +130,9 @@ func (w *world) tick(t *testing.T) Decision {
 			}
 			if w.cookie != "" || w.mirror != 0 {
 				t.Fatalf("canary scaled down while the route still has cookie %q / mirror %d", w.cookie, w.mirror)
+			}
+			if w.routeWeight > 0 {
+				t.Fatalf("canary scaled down while the route still sends it %d%% (phase %s)", w.routeWeight, d.Status.Phase)
 			}
 			w.canaryReplicas = 0
 		case ActionPromotePrimary:

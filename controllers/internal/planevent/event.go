@@ -15,6 +15,9 @@ type Event struct {
 	Reason string
 	// Message is one human sentence, kept whole (it keeps the root cause).
 	Message string
+	// Muted events are recorded but send no alert notification: every webhook behind them has
+	// webhooks[].muteAlert.
+	Muted bool
 }
 
 // Normal is an event of type Normal.

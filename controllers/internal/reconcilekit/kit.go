@@ -37,6 +37,9 @@ type Kit struct {
 	// Writes is the controller's memory of its own status writes; required, one per controller
 	// (a zero WriteLog field of the Reconciler).
 	Writes *WriteLog
+	// Deliveries runs the notification deliveries in the background, one per controller (a zero
+	// Deliveries field of the Reconciler, added to the manager). Nil: each in its own goroutine.
+	Deliveries *Deliveries
 }
 
 // Now is the time of the tick.

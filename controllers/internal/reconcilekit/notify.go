@@ -20,7 +20,8 @@ type Notifier interface {
 	Send(ctx context.Context, alerts []sluicev1.CanaryAlert, msg notify.Message) error
 }
 
-// Notify queues msg for alerts, sent through n after the status patch succeeded; a failure
+// Notify queues msg for alerts, sent through n after the status patch succeeded, in the
+// background (Kit.Deliveries): a slow alert provider never holds the reconcile. A failure
 // becomes a warning event with reason AlertProviderError (not retried: the status already
 // records the notification as sent). A nil n or no alerts sends nothing.
 func (t *Tick) Notify(n Notifier, alerts []sluicev1.CanaryAlert, msg notify.Message) {
@@ -28,9 +29,20 @@ func (t *Tick) Notify(n Notifier, alerts []sluicev1.CanaryAlert, msg notify.Mess
 		return
 	}
 	t.Defer(func(ctx context.Context) {
-		if err := n.Send(ctx, alerts, msg); err != nil {
-			t.warnUndelivered(ctx, string(msg.Event), err)
+		kit, obj := t.kit, t.obj.DeepCopyObject()
+		// The delivery outlives the reconcile: keep the context's values (the logger), not its
+		// cancellation; the notifier's timeout bounds it.
+		ctx = context.WithoutCancel(ctx)
+		deliver := func() {
+			if err := n.Send(ctx, alerts, msg); err != nil {
+				warnUndelivered(ctx, kit, obj, string(msg.Event), err)
+			}
 		}
+		if kit.Deliveries == nil {
+			go deliver()
+			return
+		}
+		kit.Deliveries.Go(deliver)
 	})
 }
 

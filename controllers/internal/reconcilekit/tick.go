@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -143,8 +144,8 @@ func (t *Tick) Settle(res ctrl.Result, err error, stalledRetry time.Duration) (c
 }
 
 // warnUndelivered is the event of a notification that was not delivered.
-func (t *Tick) warnUndelivered(ctx context.Context, what string, err error) {
+func warnUndelivered(ctx context.Context, kit Kit, obj runtime.Object, what string, err error) {
 	log.FromContext(ctx).Error(err, "Sending notification failed", "event", what)
-	t.kit.Record(ctx, t.obj, planevent.Event{Type: corev1.EventTypeWarning, Reason: sluicev1.ReasonAlertProviderError,
+	kit.Record(ctx, obj, planevent.Event{Type: corev1.EventTypeWarning, Reason: sluicev1.ReasonAlertProviderError,
 		Message: fmt.Sprintf("Notification %s not delivered: %v", what, err)})
 }

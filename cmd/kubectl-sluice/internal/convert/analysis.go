@@ -1,6 +1,8 @@
 package convert
 
 import (
+	"math"
+
 	"k8s.io/utils/ptr"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
@@ -24,6 +26,7 @@ func convertAnalysis(in *fAnalysis, c *sluicev1.Canary, r *ObjectReport) {
 		}
 	}
 	in.Match = nil
+	weightsToIterations(in, c, r)
 	blueGreen := out.Iterations > 0 && len(out.Match) == 0
 
 	weights := []struct {
@@ -193,4 +196,38 @@ func convertWebhook(in *fWebhook, field string, r *ObjectReport) sluicev1.Canary
 	}
 	in.DisableTLS = nil
 	return w
+}
+
+// weightsToIterations turns the weights of a Canary that can only run blue/green (provider
+// kubernetes, a DaemonSet target) into iterations when it has none: Flagger runs such a Canary's
+// weighted steps as checks without moving traffic by weight, so iterations is the number of
+// checks it ran (len(stepWeights), or maxWeight (default 100) / stepWeight rounded up). The
+// weights are consumed and the change reported; Sluice rejects weights on such a Canary.
+func weightsToIterations(in *fAnalysis, c *sluicev1.Canary, r *ObjectReport) {
+	why := ""
+	switch {
+	case c.Spec.Provider == sluicev1.ProviderKubernetes:
+		why = "provider kubernetes switches the apex Service all at once"
+	case c.Spec.TargetRef.Kind == "DaemonSet":
+		why = "a DaemonSet cannot be split by weight"
+	}
+	if why == "" || c.Spec.Analysis.Iterations > 0 || len(c.Spec.Analysis.Match) > 0 ||
+		(in.StepWeight == nil && len(in.StepWeights) == 0 && in.MaxWeight == nil && in.StepWeightPromotion == nil) {
+		return
+	}
+	maxWeight := 100.0
+	if in.MaxWeight != nil && *in.MaxWeight > 0 {
+		maxWeight = *in.MaxWeight
+	}
+	n := 1
+	switch {
+	case len(in.StepWeights) > 0:
+		n = len(in.StepWeights)
+	case in.StepWeight != nil && *in.StepWeight > 0:
+		n = int(math.Ceil(maxWeight / *in.StepWeight))
+	}
+	in.StepWeight, in.StepWeights, in.MaxWeight, in.StepWeightPromotion = nil, nil, nil, nil
+	c.Spec.Analysis.Iterations = int32(n)
+	r.change("spec.analysis.iterations", "set to %d from the weights (stepWeight/stepWeights/maxWeight/stepWeightPromotion, removed): %s, so the run is blue/green, "+
+		"%d checks at 0 %% then all traffic at once, as many checks as Flagger ran with those weights", n, why, n)
 }

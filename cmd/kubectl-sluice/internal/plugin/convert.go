@@ -1,9 +1,11 @@
 package plugin
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -23,12 +25,12 @@ type ExitError struct {
 func (e *ExitError) Error() string { return e.Err.Error() }
 func (e *ExitError) Unwrap() error { return e.Err }
 
-// newConvertCommand returns `convert -f FILE|-`.
+// newConvertCommand returns `convert -f FILE|DIR|-`.
 func newConvertCommand(o Options) *cobra.Command {
 	var file string
 	var allowDrops bool
 	cmd := &cobra.Command{
-		Use:   "convert -f FILE|-",
+		Use:   "convert -f FILE|DIR|-",
 		Short: "Convert Flagger Canaries, MetricTemplates and AlertProviders into Sluice objects",
 		Long: `convert reads flagger.app/v1beta1 Canary, MetricTemplate and AlertProvider manifests (YAML
 documents, JSON, or a List as "kubectl get -o yaml" prints) and writes the Sluice equivalents to
@@ -62,20 +64,61 @@ Exit status: 0 when nothing was dropped (or --allow-drops is given), 2 when fiel
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&file, "filename", "f", "", "File to convert, or - for stdin.")
+	cmd.Flags().StringVarP(&file, "filename", "f", "", "File or directory (its .yaml, .yml and .json files) to convert, or - for stdin.")
 	cmd.Flags().BoolVar(&allowDrops, "allow-drops", false, "Exit 0 even when fields were dropped.")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
 
-// openInput opens FILE, or stdin for "-".
+// openInput opens FILE, every .yaml, .yml and .json file of a directory (not its
+// subdirectories, in name order, as kubectl apply -f DIR reads them) as one multi-document
+// stream, or stdin for "-".
 func openInput(file string, stdin io.Reader) (io.Reader, func(), error) {
 	if file == "-" {
 		return stdin, func() {}, nil
+	}
+	info, err := os.Stat(file)
+	if err != nil {
+		return nil, nil, err
+	}
+	if info.IsDir() {
+		return readDir(file)
 	}
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, nil, err
 	}
 	return f, func() { _ = f.Close() }, nil
+}
+
+// readDir joins the manifest files of dir into one YAML stream. errors: unreadable files, a
+// directory without manifests.
+func readDir(dir string) (io.Reader, func(), error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	var buf bytes.Buffer
+	n := 0
+	for _, e := range entries { // os.ReadDir sorts by name
+		switch filepath.Ext(e.Name()) {
+		case ".yaml", ".yml", ".json":
+		default:
+			continue
+		}
+		if e.IsDir() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, nil, err
+		}
+		buf.WriteString("\n---\n")
+		buf.Write(data)
+		n++
+	}
+	if n == 0 {
+		return nil, nil, fmt.Errorf("%s has no .yaml, .yml or .json files", dir)
+	}
+	return &buf, func() {}, nil
 }

@@ -1,0 +1,88 @@
+package plan
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/utils/ptr"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/test/golden"
+)
+
+// paused is the hold the controller passes for spec.suspend with traffic on the canary.
+var paused = &Hold{Reason: sluicev1.ReasonSuspended, Deliberate: true, Message: "paused (spec.suspend) at canary weight 30"}
+
+// An operator pauses at weight 30 and the canary starts failing: the pause holds only the
+// advance; checks keep running every interval and the failed-check threshold rolls it back.
+func TestGoldenPausedFailingCanaryRollsBack(t *testing.T) {
+	spec := seedSpec()
+	spec.ProgressDeadlineSeconds = ptr.To[int32](60)
+	w := newWorld(spec)
+	w.analysis = passing
+	w.initialized(t)
+	w.targetRevision = "rev-2"
+	w.runTo(t, 30)
+	w.hold = paused
+	w.analysis = failingFrom(0)
+	w.runUntil(t, 50, sluicev1.CanaryPhaseFailed)
+	last := w.log[len(w.log)-1]
+	if w.status.FailedChecks != Threshold(spec) || w.routeWeight != 0 || slices.Contains(w.routeLog, 40) ||
+		!strings.Contains(last, "failed checks threshold reached") {
+		t.Fatalf("failed %d, route %d, route log %v, last %q", w.status.FailedChecks, w.routeWeight, w.routeLog, last)
+	}
+	golden.Assert(t, "paused-failing-rolls-back", w.log)
+}
+
+// A deliberate pause with a passing canary is not killed by the progress deadline (unlike a
+// stall): it holds at its weight with checks running; once resumed the deadline counts from the
+// last check, so the run goes on and is promoted instead of rolling back at once.
+func TestPausedPassingCanaryWaitsPastTheDeadline(t *testing.T) {
+	spec := seedSpec()
+	spec.ProgressDeadlineSeconds = ptr.To[int32](120)
+	w := newWorld(spec)
+	w.analysis = passing
+	w.initialized(t)
+	w.targetRevision = "rev-2"
+	w.runTo(t, 30)
+	w.hold = paused
+	checks := w.checks
+	for i := 0; i < 20; i++ {
+		w.tick(t)
+	}
+	if w.status.Phase != sluicev1.CanaryPhaseProgressing || w.status.CanaryWeight != 30 || w.checks-checks < 10 {
+		t.Fatalf("paused: phase %s weight %d after %d checks", w.status.Phase, w.status.CanaryWeight, w.checks-checks)
+	}
+	// Checks with no evidence during the pause: the deadline still waits for the operator.
+	w.analysis = func(w *world) Check { return Check{Outcome: sluicev1.CheckNoEvidence, Summary: "no requests"} }
+	for i := 0; i < 10; i++ {
+		w.tick(t)
+	}
+	if w.status.Phase != sluicev1.CanaryPhaseProgressing || w.status.CanaryWeight != 30 {
+		t.Fatalf("paused without evidence: phase %s weight %d\n%s", w.status.Phase, w.status.CanaryWeight, strings.Join(w.log, "\n"))
+	}
+	w.analysis = passing
+	w.hold = nil
+	w.runUntil(t, 50, sluicev1.CanaryPhaseSucceeded)
+	if log := strings.Join(w.log, "\n"); strings.Contains(log, EventDeadline) {
+		t.Fatalf("deadline fired around a deliberate pause:\n%s", log)
+	}
+}
+
+// A stall during a pause keeps its deadline: the pause never hides a run that cannot progress.
+func TestStallDuringPauseStillEndsAtTheDeadline(t *testing.T) {
+	spec := seedSpec()
+	spec.ProgressDeadlineSeconds = ptr.To[int32](180)
+	w := newWorld(spec)
+	w.analysis = passing
+	w.initialized(t)
+	w.targetRevision = "rev-2"
+	w.runTo(t, 20)
+	w.hold = paused
+	w.stall = &Hold{Reason: sluicev1.ReasonTargetNotFound, Message: "configmap podinfo-config-v2 referenced by the target not found"}
+	w.runUntil(t, 50, sluicev1.CanaryPhaseFailed)
+	if last := w.log[len(w.log)-1]; !strings.Contains(last, "while stalled (TargetNotFound") {
+		t.Fatalf("rollback %q", last)
+	}
+}

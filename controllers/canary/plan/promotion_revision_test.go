@@ -1,0 +1,61 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+)
+
+// A new revision pushed once the primary already runs the run's revision (Promoting: the
+// primary rolling while the canary still serves) never keeps traffic on the canary, whose pods roll
+// to a revision no check judged: in that very tick every request goes to the primary (weight 0,
+// A/B rules, mirroring and affinity off), the promotion of the analysed revision completes, and the
+// new revision starts its own run from weight 0. For every kind of run that can hold traffic on the
+// canary while Promoting.
+func TestNewRevisionWhilePromotingLeavesTheCanaryAtOnce(t *testing.T) {
+	stepped := seedSpec()
+	stepped.Analysis.StepWeightPromotion = 10
+	mirrored := blueGreenSpec()
+	mirrored.Analysis.Mirror = true
+	for _, tc := range []struct {
+		name string
+		spec sluicev1.CanarySpec
+	}{
+		{"weighted with stepWeightPromotion", stepped},
+		{"weighted", seedSpec()},
+		{"blue/green", blueGreenSpec()},
+		{"blue/green with mirroring", mirrored},
+		{"A/B", abSpec()},
+		{"affinity", affinitySpec()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(tc.spec)
+			w.analysis = passing
+			w.initialized(t)
+			w.targetRevision = "rev-2"
+			w.runUntil(t, 60, sluicev1.CanaryPhasePromoting)
+			for i := 0; i < 5 && w.primaryRevision != "rev-2"; i++ {
+				w.tick(t)
+			}
+			if w.primaryRevision != "rev-2" || w.status.Phase != sluicev1.CanaryPhasePromoting {
+				t.Fatalf("primary %s in phase %s: want the primary promoted while Promoting", w.primaryRevision, w.status.Phase)
+			}
+			// The primary's rollout is slow (a big Deployment, a quota): the canary would hold its
+			// share all that time.
+			w.primaryRolling = true
+			w.targetRevision = "rev-3"
+			w.tick(t)
+			if w.routeWeight != 0 || w.abOn || w.mirror != 0 || w.cookie != "" {
+				t.Fatalf("the tick that saw rev-3 left route weight %d, A/B %v, mirror %d, cookie %q on the canary\n%s",
+					w.routeWeight, w.abOn, w.mirror, w.cookie, strings.Join(w.log, "\n"))
+			}
+			w.primaryRolling = false
+			w.runUntil(t, 20, sluicev1.CanaryPhaseProgressing)
+			if w.status.LastPromotedSpec != "rev-2" || w.status.LastAppliedSpec != "rev-3" || w.primaryRevision != "rev-2" {
+				t.Fatalf("promoted %s, applied %s, primary %s: want rev-2 promoted and a run for rev-3\n%s",
+					w.status.LastPromotedSpec, w.status.LastAppliedSpec, w.primaryRevision, strings.Join(w.log, "\n"))
+			}
+		})
+	}
+}
