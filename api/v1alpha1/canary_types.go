@@ -123,7 +123,8 @@ type CanarySpec struct {
 	// interval and the failed-check threshold and consecutive-error limit still roll a failing
 	// canary back; the progress deadline waits for this deliberate pause (after a resume it counts
 	// from the last check) unless a stall holds the run. Otherwise (no traffic on the canary, or
-	// a promotion in flight) it stops all reconciliation; traffic stays as it is.
+	// a promotion in flight) it stops all reconciliation; traffic stays as it is. A promote or
+	// retry request made while paused acts once resumed; an abort acts at once while checks run.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 

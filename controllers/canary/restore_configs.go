@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -85,19 +86,26 @@ func (r *Reconciler) snapshotConfigs(ctx context.Context, canary *sluicev1.Canar
 		return nil
 	}
 	for _, ref := range primaryCopies(primary.podTemplate()) {
-		snap, found, err := r.getConfig(ctx, ref.Kind, canary.Namespace, restoreName(ref.Name))
-		if err != nil {
-			return err
-		}
-		if found && snap.GetAnnotations()[AnnotationRevision] == revision {
-			continue
-		}
 		src, exists, err := r.getConfig(ctx, ref.Kind, canary.Namespace, ref.Name)
 		if err != nil {
 			return err
 		}
 		if exists && !ownedBy(src, canary) {
 			continue // not a copy Sluice made: nothing of ours to restore
+		}
+		kept, err := r.copyKept(ctx, ref, canary.Namespace, src, exists)
+		if err != nil {
+			return err
+		}
+		if kept {
+			continue // this promotion leaves the copy as it is (an image-only release)
+		}
+		snap, found, err := r.getConfig(ctx, ref.Kind, canary.Namespace, restoreName(ref.Name))
+		if err != nil {
+			return err
+		}
+		if found && snap.GetAnnotations()[AnnotationRevision] == revision {
+			continue
 		}
 		dst := newConfigObject(ref.Kind, canary.Namespace, restoreName(ref.Name))
 		_, err = controllerutil.CreateOrPatch(ctx, r.Client, dst, func() error {
@@ -132,6 +140,32 @@ func (r *Reconciler) snapshotConfigs(ctx context.Context, canary *sluicev1.Canar
 		}
 	}
 	return nil
+}
+
+// copyKept reports whether a promotion leaves the copy (read as copied, exists) as it is: its
+// source config <name> (the copy's name without -primary) is missing, so copyConfigs skips it, or
+// holds the very data the copy has. Such a copy needs no restore point: it already holds the data
+// of the revision the primary runs. A copy a retried promotion already overwrote still has its
+// restore point from the first attempt, which this never removes.
+func (r *Reconciler) copyKept(ctx context.Context, ref configRef, ns string, copied client.Object, exists bool) (bool, error) {
+	source, found, err := r.getConfig(ctx, ref.Kind, ns, strings.TrimSuffix(ref.Name, primarySuffix))
+	if err != nil || !found {
+		return !found, err
+	}
+	return exists && sameConfigData(source, copied), nil
+}
+
+// sameConfigData reports whether two ConfigMaps or two Secrets hold the same data.
+func sameConfigData(a, b client.Object) bool {
+	switch x := a.(type) {
+	case *corev1.ConfigMap:
+		y, ok := b.(*corev1.ConfigMap)
+		return ok && equality.Semantic.DeepEqual(x.Data, y.Data) && equality.Semantic.DeepEqual(x.BinaryData, y.BinaryData)
+	case *corev1.Secret:
+		y, ok := b.(*corev1.Secret)
+		return ok && x.Type == y.Type && equality.Semantic.DeepEqual(x.Data, y.Data)
+	}
+	return false
 }
 
 // confirmSnapshot reads the restore point snap back (from the apiserver when an API reader is

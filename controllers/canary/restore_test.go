@@ -123,3 +123,44 @@ func TestRollbackAfterPromotionRestoresConfigs(t *testing.T) {
 		t.Fatalf("the Secret's restore point is left after the rollback settled (%v)", err)
 	}
 }
+
+// TestImageOnlyPromotionTakesNoRestorePoint: a release that changes only the image leaves the
+// -primary config copies as they are, so its promotion keeps no restore point for them (no
+// requests for them); a rollback during Promoting still returns the primary whole: the old image
+// and the untouched copy.
+func TestImageOnlyPromotionTakesNoRestorePoint(t *testing.T) {
+	h := newHarness(t)
+	h.app(2, "6.0.0")
+	c := h.canaryFor()
+	c.Spec.Analysis.StepWeightPromotion = 10
+	c.Spec.Analysis.Threshold = 2
+	h.create(c)
+	h.runUntil(sluicev1.CanaryPhaseInitialized, 10)
+	promoted := h.canary().Status.LastPromotedSpec
+	before := h.primaryConfigMode()
+	h.setImage("6.0.1")
+	h.runUntil(sluicev1.CanaryPhasePromoting, 40)
+	for i := 0; i < 5 && !strings.HasSuffix(h.deployment("podinfo-primary").Spec.Template.Spec.Containers[0].Image, ":6.0.1"); i++ {
+		h.tick()
+	}
+	if img := h.deployment("podinfo-primary").Spec.Template.Spec.Containers[0].Image; !strings.HasSuffix(img, ":6.0.1") {
+		t.Fatalf("primary not promoted: %s", img)
+	}
+	if n := h.restorePoints(); n != 0 || h.primaryConfigMode() != before {
+		t.Fatalf("image-only promotion: %d restore points, copy %q (was %q); want none and unchanged", n, h.primaryConfigMode(), before)
+	}
+	h.analyzer.mu.Lock()
+	h.analyzer.failIn = sluicev1.CanaryPhasePromoting
+	h.analyzer.mu.Unlock()
+	h.runUntil(sluicev1.CanaryPhaseFailed, 20)
+	for i := 0; i < 3; i++ {
+		h.tick()
+	}
+	primary := h.deployment("podinfo-primary")
+	if img := primary.Spec.Template.Spec.Containers[0].Image; !strings.HasSuffix(img, ":6.0.0") || primary.Annotations[AnnotationRevision] != promoted {
+		t.Fatalf("after the rollback the primary runs %s at %s, want 6.0.0 at %s", img, primary.Annotations[AnnotationRevision], promoted)
+	}
+	if m := h.primaryConfigMode(); m != before {
+		t.Fatalf("after the rollback the config copy holds %q, want %q", m, before)
+	}
+}

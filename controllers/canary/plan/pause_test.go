@@ -86,3 +86,42 @@ func TestStallDuringPauseStillEndsAtTheDeadline(t *testing.T) {
 		t.Fatalf("rollback %q", last)
 	}
 }
+
+// While paused, a promote or retry request waits for the resume (the operator's pause wins over a
+// lever pulled meanwhile) and is then acted on once; an abort acts at once.
+func TestRequestsWhilePaused(t *testing.T) {
+	spec := seedSpec()
+	w := newWorld(spec)
+	w.analysis = passing
+	w.initialized(t)
+	w.targetRevision = "rev-2"
+	w.runTo(t, 30)
+	w.spec.Suspend = true
+	w.hold = paused
+	w.requests = map[string]string{sluicev1.AnnotationPromote: "2026-11-30T12:30:00Z"}
+	for i := 0; i < 5; i++ {
+		w.tick(t)
+	}
+	if w.status.Phase != sluicev1.CanaryPhaseProgressing || w.status.CanaryWeight != 30 || w.status.LastHandledRequests[sluicev1.AnnotationPromote] != "" {
+		t.Fatalf("paused canary acted on promote: phase %s weight %d handled %v", w.status.Phase, w.status.CanaryWeight, w.status.LastHandledRequests)
+	}
+	w.spec.Suspend = false
+	w.hold = nil
+	w.tick(t)
+	if w.status.Phase != sluicev1.CanaryPhasePromoting || w.status.LastHandledRequests[sluicev1.AnnotationPromote] == "" {
+		t.Fatalf("pending promote not acted on after resume: phase %s handled %v", w.status.Phase, w.status.LastHandledRequests)
+	}
+
+	w2 := newWorld(seedSpec())
+	w2.analysis = passing
+	w2.initialized(t)
+	w2.targetRevision = "rev-2"
+	w2.runTo(t, 30)
+	w2.spec.Suspend = true
+	w2.hold = paused
+	w2.requests = map[string]string{sluicev1.AnnotationAbort: "2026-11-30T12:30:00Z"}
+	w2.tick(t)
+	if w2.status.Phase != sluicev1.CanaryPhaseFailed || w2.routeWeight != 0 {
+		t.Fatalf("abort while paused: phase %s route weight %d", w2.status.Phase, w2.routeWeight)
+	}
+}

@@ -239,7 +239,12 @@ func checkPassed(o Observed, d *Decision) bool {
 			return false
 		}
 		s.LastCheck.AdvancedWithoutData = true
-		d.warning(EventNoData, fmt.Sprintf("%s had no evidence; advancing anyway (analysis.advanceWithoutData): %s", name, check.Summary))
+		// One warning per streak: status.lastCheck says it at every check, and a run whose checks
+		// never see data would otherwise post the same warning at every step.
+		if prev := o.Status.LastCheck; prev == nil || !prev.AdvancedWithoutData {
+			d.warning(EventNoData, fmt.Sprintf("%s had no evidence; advancing anyway (analysis.advanceWithoutData; further checks without evidence advance with status.lastCheck.advancedWithoutData set, without another event): %s",
+				name, check.Summary))
+		}
 	}
 	if o.Spec.Analysis.FailedChecksMode == "Consecutive" {
 		s.FailedChecks = 0

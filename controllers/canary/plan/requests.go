@@ -11,13 +11,18 @@ var requestKeys = []string{sluicev1.AnnotationAbort, sluicev1.AnnotationPromote,
 
 // handleRequests acts on new request annotations (abort before promote before retry) and records
 // every new value as handled, whether it applied or not, so a leftover annotation never acts on a
-// later run. It reports whether a request decided this tick.
+// later run. While the Canary is paused (spec.suspend; its checks may still run, see
+// PausedWithTraffic) promote and retry stay pending and act once it is resumed; an abort acts at
+// once. It reports whether a request decided this tick.
 func handleRequests(o Observed, d *Decision) bool {
 	fresh := map[string]bool{}
 	for _, key := range requestKeys {
 		v := o.Requests[key]
 		if v == "" || o.Status.LastHandledRequests[key] == v {
 			continue
+		}
+		if o.Spec.Suspend && key != sluicev1.AnnotationAbort {
+			continue // pending until resumed
 		}
 		fresh[key] = true
 		if d.Status.LastHandledRequests == nil {

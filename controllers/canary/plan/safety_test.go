@@ -151,6 +151,10 @@ func TestGoldenAllSkippedChecksHoldTheStep(t *testing.T) {
 		t.Fatalf("advancing without data is not said: %+v", w.status.LastCheck)
 	}
 	w.runUntil(t, 50, sluicev1.CanaryPhaseSucceeded)
+	// One warning for the streak of checks without evidence, not one per step (5 steps here).
+	if n := strings.Count(strings.Join(w.log, "\n"), "["+EventNoData+"]"); n != 1 {
+		t.Fatalf("%d %s events in one run without data, want 1:\n%s", n, EventNoData, strings.Join(w.log, "\n"))
+	}
 }
 
 func metricsDown(*world) Check {
