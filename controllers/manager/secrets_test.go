@@ -103,9 +103,11 @@ func TestSecretContentsNotCached(t *testing.T) {
 		return c.Status.LastAppliedSpec != before && c.Status.Phase == sluicev1.CanaryPhaseSucceeded
 	})
 
+	// The referenced configs, their -primary copies and the copies' restore points (kept by a
+	// promotion that changes a copy, for a rollback): every other Secret's contents stay unread.
 	readable := map[string][]string{
-		"secrets":    {"web-secret", "web-secret-primary"},
-		"configmaps": {"web-config", "web-config-primary"},
+		"secrets":    {"web-secret", "web-secret-primary", "web-secret-primary-restore"},
+		"configmaps": {"web-config", "web-config-primary", "web-config-primary-restore"},
 	}
 	for _, r := range log.all() {
 		allowed, sensitive := readable[r.resource]
@@ -123,7 +125,7 @@ func TestSecretContentsNotCached(t *testing.T) {
 		t.Error("no metadata-only list or watch of Secrets recorded: the request log misses the informer's requests")
 	}
 	reads := log.count(func(r request) bool { return r.resource == "secrets" && r.name != "" && r.method == http.MethodGet })
-	t.Logf("Secret contents read from the apiserver: %d times (referenced Secret and its copy only)", reads)
+	t.Logf("Secret contents read from the apiserver: %d times (referenced Secret, its copy and the copy's restore point only)", reads)
 }
 
 // requestLog records the manager's requests to the apiserver.
