@@ -224,41 +224,14 @@ func (r *Reconciler) ensurePrimary(ctx context.Context, tick *reconcilekit.Tick,
 func (r *Reconciler) copyConfigs(ctx context.Context, canary *sluicev1.Canary, refs []configRef) error {
 	for _, ref := range refs {
 		key := client.ObjectKey{Namespace: canary.Namespace, Name: ref.Name}
-		var src, dst client.Object
-		switch ref.Kind {
-		case kindConfigMap:
-			src, dst = &corev1.ConfigMap{}, &corev1.ConfigMap{}
-		default:
-			src, dst = &corev1.Secret{}, &corev1.Secret{}
-		}
+		src := newConfigObject(ref.Kind, canary.Namespace, ref.Name)
 		if err := r.Get(ctx, key, src); err != nil {
 			if apierrors.IsNotFound(err) && ref.Optional {
 				continue
 			}
 			return fmt.Errorf("reading %s %s: %w", ref.Kind, ref.Name, err)
 		}
-		dst.SetName(primaryName(ref.Name))
-		dst.SetNamespace(canary.Namespace)
-		_, err := controllerutil.CreateOrPatch(ctx, r.Client, dst, func() error {
-			if dst.GetUID() != "" && !ownedBy(dst, canary) {
-				return notOwned(canary, configKind(ref.Kind), dst.GetName())
-			}
-			switch d := dst.(type) {
-			case *corev1.ConfigMap:
-				s := src.(*corev1.ConfigMap)
-				d.Data, d.BinaryData = s.Data, s.BinaryData
-			case *corev1.Secret:
-				s := src.(*corev1.Secret)
-				d.Data, d.Type = s.Data, s.Type
-			}
-			labels := dst.GetLabels()
-			if labels == nil {
-				labels = map[string]string{}
-			}
-			labels[LabelCanary] = canary.Name
-			dst.SetLabels(labels)
-			return controllerutil.SetControllerReference(canary, dst, r.Scheme)
-		})
+		err := r.writeOwnedConfig(ctx, canary, ref.Kind, newConfigObject(ref.Kind, canary.Namespace, primaryName(ref.Name)), src, nil)
 		if err != nil {
 			return fmt.Errorf("copying %s %s to %s: %w", ref.Kind, ref.Name, primaryName(ref.Name), err)
 		}

@@ -64,6 +64,35 @@ func copyConfigData(dst, src client.Object) {
 	}
 }
 
+// writeOwnedConfig creates or patches dst (a ConfigMap or Secret of kind, named in dst), owned by
+// the Canary: src's data, Sluice's label, the Canary as controller, and what annotate (when set)
+// writes into its annotations. A dst that exists and is not the Canary's is refused (notOwned).
+func (r *Reconciler) writeOwnedConfig(ctx context.Context, canary *sluicev1.Canary, kind string, dst, src client.Object,
+	annotate func(map[string]string)) error {
+	_, err := controllerutil.CreateOrPatch(ctx, r.Client, dst, func() error {
+		if dst.GetUID() != "" && !ownedBy(dst, canary) {
+			return notOwned(canary, configKind(kind), dst.GetName())
+		}
+		copyConfigData(dst, src)
+		if annotate != nil {
+			annotations := dst.GetAnnotations()
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
+			annotate(annotations)
+			dst.SetAnnotations(annotations)
+		}
+		labels := dst.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[LabelCanary] = canary.Name
+		dst.SetLabels(labels)
+		return controllerutil.SetControllerReference(canary, dst, r.Scheme)
+	})
+	return err
+}
+
 // getConfig reads a ConfigMap or Secret; found is false when it does not exist.
 func (r *Reconciler) getConfig(ctx context.Context, kind, ns, name string) (obj client.Object, found bool, err error) {
 	obj = newConfigObject(kind, ns, name)
@@ -108,28 +137,12 @@ func (r *Reconciler) snapshotConfigs(ctx context.Context, canary *sluicev1.Canar
 			continue
 		}
 		dst := newConfigObject(ref.Kind, canary.Namespace, restoreName(ref.Name))
-		_, err = controllerutil.CreateOrPatch(ctx, r.Client, dst, func() error {
-			if dst.GetUID() != "" && !ownedBy(dst, canary) {
-				return notOwned(canary, configKind(ref.Kind), dst.GetName())
-			}
-			copyConfigData(dst, src)
-			annotations := dst.GetAnnotations()
-			if annotations == nil {
-				annotations = map[string]string{}
-			}
+		err = r.writeOwnedConfig(ctx, canary, ref.Kind, dst, src, func(annotations map[string]string) {
 			annotations[AnnotationRevision] = revision
 			delete(annotations, AnnotationRestoreAbsent)
 			if !exists {
 				annotations[AnnotationRestoreAbsent] = "true"
 			}
-			dst.SetAnnotations(annotations)
-			labels := dst.GetLabels()
-			if labels == nil {
-				labels = map[string]string{}
-			}
-			labels[LabelCanary] = canary.Name
-			dst.SetLabels(labels)
-			return controllerutil.SetControllerReference(canary, dst, r.Scheme)
 		})
 		if err != nil {
 			return fmt.Errorf("keeping the restore point of %s %s: %w", configKind(ref.Kind), ref.Name, err)
@@ -213,20 +226,7 @@ func (r *Reconciler) restoreConfigs(ctx context.Context, canary *sluicev1.Canary
 			restored++
 			continue
 		}
-		dst := newConfigObject(ref.Kind, canary.Namespace, ref.Name)
-		_, err = controllerutil.CreateOrPatch(ctx, r.Client, dst, func() error {
-			if dst.GetUID() != "" && !ownedBy(dst, canary) {
-				return notOwned(canary, configKind(ref.Kind), dst.GetName())
-			}
-			copyConfigData(dst, snap)
-			labels := dst.GetLabels()
-			if labels == nil {
-				labels = map[string]string{}
-			}
-			labels[LabelCanary] = canary.Name
-			dst.SetLabels(labels)
-			return controllerutil.SetControllerReference(canary, dst, r.Scheme)
-		})
+		err = r.writeOwnedConfig(ctx, canary, ref.Kind, newConfigObject(ref.Kind, canary.Namespace, ref.Name), snap, nil)
 		if err != nil {
 			return restored, fmt.Errorf("restoring %s %s to revision %s: %w", configKind(ref.Kind), ref.Name, want, err)
 		}
