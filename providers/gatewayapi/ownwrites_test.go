@@ -89,14 +89,7 @@ func TestRouterReadsItsOwnWritesThroughALaggingCache(t *testing.T) {
 	for _, mode := range []string{"generated", "reference"} {
 		t.Run(mode, func(t *testing.T) {
 			ns := env.Namespace(t)
-			var canary *sluicev1.Canary
-			var key client.ObjectKey
-			if mode == "generated" {
-				canary, key = newCanary(t, ns, nil), client.ObjectKey{Namespace: ns, Name: "podinfo"}
-			} else {
-				newThreeRuleRoute(t, ns)
-				canary, key = referenceCanary(t, ns, "shop"), client.ObjectKey{Namespace: ns, Name: "shop"}
-			}
+			canary, key := canaryInMode(t, ns, mode)
 			cache := &frozenRoutes{Client: env.Client}
 			cache.freeze(t, key)
 			router := gatewayapi.New(cache)
@@ -149,14 +142,7 @@ func TestRouterNeverOverwritesAnEditItHasNotSeen(t *testing.T) {
 	for _, mode := range []string{"generated", "reference"} {
 		t.Run(mode, func(t *testing.T) {
 			ns := env.Namespace(t)
-			var canary *sluicev1.Canary
-			var key client.ObjectKey
-			if mode == "generated" {
-				canary, key = newCanary(t, ns, nil), client.ObjectKey{Namespace: ns, Name: "podinfo"}
-			} else {
-				newThreeRuleRoute(t, ns)
-				canary, key = referenceCanary(t, ns, "shop"), client.ObjectKey{Namespace: ns, Name: "shop"}
-			}
+			canary, key := canaryInMode(t, ns, mode)
 			cache := &frozenRoutes{Client: env.Client}
 			router := gatewayapi.New(cache)
 			if err := router.Reconcile(ctx, canary); err != nil {
@@ -200,6 +186,17 @@ func TestRouterNeverOverwritesAnEditItHasNotSeen(t *testing.T) {
 			}
 		})
 	}
+}
+
+// canaryInMode creates a Canary with a generated route (mode "generated") or one referencing the
+// user's three-rule route shop, and returns it with its route's key.
+func canaryInMode(t *testing.T, ns, mode string) (*sluicev1.Canary, client.ObjectKey) {
+	t.Helper()
+	if mode == "generated" {
+		return newCanary(t, ns, nil), client.ObjectKey{Namespace: ns, Name: "podinfo"}
+	}
+	newThreeRuleRoute(t, ns)
+	return referenceCanary(t, ns, "shop"), client.ObjectKey{Namespace: ns, Name: "shop"}
 }
 
 func hasRule(route *gwv1.HTTPRoute, name string) bool {
