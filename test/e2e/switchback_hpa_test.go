@@ -65,6 +65,17 @@ func TestHPAWeightedPrimaryReadyBeforeFinalSwitch(t *testing.T) {
 		t.Fatal(err)
 	}
 	const image = "ghcr.io/stefanprodan/podinfo:6.7.1"
+	// The release starts from a settled primary: its Service's endpoints caught up with the pods
+	// (at initialization they lag the Deployment's ready count for a moment; not this test's case).
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		x, err := sampleOnce(ctx, s.Client, stack.DemoApp, image)
+		if err == nil && x.primarySet.lagging == 0 && int32(x.primarySet.ready) == x.primary.spec {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the primary's endpoints did not settle: %s (%v)", x, err)
+		}
+	}
 	sampler := sampleBackends(s, stack.DemoApp, image)
 	out, err := s.RunRelease(ctx, stack.Release{Namespace: stack.DemoNamespace, Canary: stack.DemoApp, Image: image,
 		Replicas: ptr.To[int32](6), Timeout: 5 * time.Minute})

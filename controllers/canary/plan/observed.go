@@ -66,6 +66,18 @@ type Observed struct {
 	// Answers are the gate webhook answers the controller received this tick; Decide records them
 	// in status.webhooks so a restarted controller never asks the same round again.
 	Answers []sluicev1.WebhookStatus
+	// PrimaryEndpoints are the primary Service's endpoints as its EndpointSlices list them, read
+	// around the cache while the canary carries traffic (a tick that may send it all back to the
+	// primary); nil when not read. The data plane routes by them, and the EndpointSlice
+	// controller follows the pods with a lag: a pod the Deployment already counts ready may not
+	// be a ready endpoint yet, and a pod of the old revision may still be one.
+	PrimaryEndpoints *Endpoints
+}
+
+// Endpoints counts a Service's endpoints, each pod once (dual-stack Services list it in two
+// EndpointSlices): Ready the ready ones, Serving every one that is not terminating.
+type Endpoints struct {
+	Ready, Serving int32
 }
 
 // Workload is the observed state of a Deployment.

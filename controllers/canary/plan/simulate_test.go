@@ -27,6 +27,9 @@ type world struct {
 	canaryNeverReady bool
 	primaryRolling   bool // the primary's rollout has not finished (its ready pods still serve)
 	primaryDown      bool // the primary has no ready pod
+	// primaryEndpoints, when set, is what the primary Service's EndpointSlices list, observed
+	// (as the controller does) while the canary has traffic.
+	primaryEndpoints *Endpoints
 	routeWeight      int32
 	abOn             bool   // the route holds A/B rules
 	mirror           int32  // the route mirrors this percentage to the canary
@@ -75,6 +78,10 @@ func (w *world) observe() Observed {
 		RouteWeight: w.routeWeight, RouteKnown: true, RouteABOn: w.abOn, RouteABKnown: true,
 		RouteMirror: w.mirror, RouteCookie: w.cookie, RouteExtrasKnown: true,
 		Hold: w.hold, Stall: w.stall,
+	}
+	if w.primaryEndpoints != nil && w.status.CanaryWeight > 0 {
+		e := *w.primaryEndpoints
+		o.PrimaryEndpoints = &e
 	}
 	if o.Stall == nil { // as the controller's observe step does
 		o.Stall = PrimaryUnready(o)
