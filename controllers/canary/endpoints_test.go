@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -96,4 +97,33 @@ func describe(eps []discoveryv1.Endpoint) string {
 		out = append(out, fmt.Sprintf("%s ready=%t", e.TargetRef.Name, *e.Conditions.Ready))
 	}
 	return strings.Join(out, ", ")
+}
+
+// TestWorkloadOfCountsAvailableReplicas: a Deployment whose pods are ready but within
+// minReadySeconds (available < ready) is not ready for the plan; the rollout rule is Flagger's:
+// observed generation, every replica updated, none of an older ReplicaSet, all available.
+func TestWorkloadOfCountsAvailableReplicas(t *testing.T) {
+	d := func(st appsv1.DeploymentStatus) *appsv1.Deployment {
+		st.ObservedGeneration = 2
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](6)}, Status: st}
+	}
+	for _, c := range []struct {
+		name  string
+		st    appsv1.DeploymentStatus
+		ready bool
+	}{
+		{"rolled out", appsv1.DeploymentStatus{Replicas: 6, UpdatedReplicas: 6, ReadyReplicas: 6, AvailableReplicas: 6}, true},
+		{"one pod within minReadySeconds", appsv1.DeploymentStatus{Replicas: 6, UpdatedReplicas: 6, ReadyReplicas: 6, AvailableReplicas: 5}, false},
+		{"an old pod left", appsv1.DeploymentStatus{Replicas: 7, UpdatedReplicas: 6, ReadyReplicas: 7, AvailableReplicas: 7}, false},
+		{"4 of 6 updated", appsv1.DeploymentStatus{Replicas: 6, UpdatedReplicas: 4, ReadyReplicas: 6, AvailableReplicas: 6}, false},
+	} {
+		if got := workloadOf(d(c.st), "r").IsReady(100); got != c.ready {
+			t.Errorf("%s: IsReady %t, want %t", c.name, got, c.ready)
+		}
+	}
+	stale := d(appsv1.DeploymentStatus{Replicas: 6, UpdatedReplicas: 6, ReadyReplicas: 6, AvailableReplicas: 6})
+	stale.Generation = 3 // the Deployment controller has not seen the new template yet
+	if workloadOf(stale, "r").IsReady(100) {
+		t.Error("a status from before the controller saw the generation counts as rolled out")
+	}
 }

@@ -28,7 +28,7 @@ func (d *Decision) scalePrimary(n int32) {
 // the primary Service's endpoints to show that rollout (primaryEndpointsCaughtUp): the data plane
 // routes by them, not by the Deployment's status.
 func primaryCanTakeOver(o Observed, d *Decision) bool {
-	if o.Primary.Ready >= o.Canary.Ready {
+	if o.Primary.Available() >= o.Canary.Ready {
 		if primaryEndpointsCaughtUp(o, o.Canary.Ready) {
 			return true
 		}

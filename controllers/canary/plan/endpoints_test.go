@@ -71,3 +71,36 @@ func TestRollbackReturnsTrafficOnceEndpointsServe(t *testing.T) {
 		t.Fatalf("weight %d after the primary's endpoints caught up", w.routeWeight)
 	}
 }
+
+// TestTakeOverWaitsForPrimaryAvailability: a primary whose new pods are ready but not yet
+// available (the Deployment's minReadySeconds) has not finished its rollout, as the Deployment
+// controller and Flagger's readiness check count it: the traffic stays on the canary.
+func TestTakeOverWaitsForPrimaryAvailability(t *testing.T) {
+	for name, spec := range map[string]sluicev1.CanarySpec{"blue/green": blueGreenSpec(), "weighted": seedSpec()} {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(spec)
+			w.analysis = passing
+			w.primaryReplicas, w.canaryReplicas = 6, 6
+			w.initialized(t)
+			w.targetRevision = "rev-2"
+			for i := 0; i < 100 && w.status.Phase != sluicev1.CanaryPhasePromoting; i++ {
+				w.tick(t)
+			}
+			carried := w.routeWeight
+			w.primaryNotAvailable = 1
+			for i := 0; i < 10; i++ {
+				w.tick(t)
+				if w.routeWeight != carried || w.status.Phase != sluicev1.CanaryPhasePromoting {
+					t.Fatalf("one primary pod not available: weight %d -> %d, phase %s", carried, w.routeWeight, w.status.Phase)
+				}
+			}
+			w.primaryNotAvailable = 0
+			for i := 0; i < 5 && w.status.Phase != sluicev1.CanaryPhaseSucceeded; i++ {
+				w.tick(t)
+			}
+			if w.status.Phase != sluicev1.CanaryPhaseSucceeded || w.routeWeight != 0 {
+				t.Fatalf("after the pod became available: %s, weight %d", w.status.Phase, w.routeWeight)
+			}
+		})
+	}
+}

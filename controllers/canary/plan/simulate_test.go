@@ -27,6 +27,8 @@ type world struct {
 	canaryNeverReady bool
 	primaryRolling   bool // the primary's rollout has not finished (its ready pods still serve)
 	primaryDown      bool // the primary has no ready pod
+	// primaryNotAvailable counts the primary's ready pods within minReadySeconds.
+	primaryNotAvailable int32
 	// primaryEndpoints, when set, is what the primary Service's EndpointSlices list, observed
 	// (as the controller does) while the canary has traffic.
 	primaryEndpoints *Endpoints
@@ -72,7 +74,8 @@ func (w *world) observe() Observed {
 	o := Observed{
 		Now: w.now, Spec: w.spec, Status: w.status, Revision: w.targetRevision,
 		Primary: Workload{Exists: w.primaryRevision != "", Revision: w.primaryRevision,
-			Desired: w.primaryReplicas, Ready: primaryReady, Updated: w.primaryReplicas, RolledOut: !w.primaryRolling},
+			Desired: w.primaryReplicas, Ready: primaryReady, Updated: w.primaryReplicas, RolledOut: !w.primaryRolling,
+			ReadyNotAvailable: w.primaryNotAvailable},
 		Canary: Workload{Exists: true, Revision: w.targetRevision, Desired: w.canaryReplicas,
 			Ready: canaryReady, Updated: w.canaryReplicas, RolledOut: true},
 		RouteWeight: w.routeWeight, RouteKnown: true, RouteABOn: w.abOn, RouteABKnown: true,
