@@ -59,6 +59,17 @@ func primaryEndpointsCaughtUp(o Observed, need int32) bool {
 		e.Serving <= o.Primary.Updated
 }
 
+// endpointsLag names, for a deadline message, primary endpoints that keep the takeover waiting
+// (": the primary Service has ..."); "" when they do not.
+func endpointsLag(o Observed) string {
+	e := o.PrimaryEndpoints
+	if e == nil || primaryEndpointsCaughtUp(o, o.Canary.Ready) {
+		return ""
+	}
+	return fmt.Sprintf(": the primary Service has %d ready endpoints and %d not terminating, for %d updated pods (the canary served with %d ready)",
+		e.Ready, e.Serving, o.Primary.Updated, o.Canary.Ready)
+}
+
 // EventTrafficHeld is recorded when a rollback or a cancelled run keeps the canary's traffic
 // share until the primary has the ready replicas to carry it; EventTrafficReturned when it moves.
 const (

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"strings"
 	"testing"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
@@ -102,5 +103,30 @@ func TestTakeOverWaitsForPrimaryAvailability(t *testing.T) {
 				t.Fatalf("after the pod became available: %s, weight %d", w.status.Phase, w.routeWeight)
 			}
 		})
+	}
+}
+
+// TestTakeOverDeadlineNamesLaggingEndpoints: endpoints that never catch up end the promotion at
+// the progress deadline with a rollback whose message names them.
+func TestTakeOverDeadlineNamesLaggingEndpoints(t *testing.T) {
+	w := newWorld(blueGreenSpec())
+	w.analysis = passing
+	w.initialized(t)
+	w.targetRevision = "rev-2"
+	for i := 0; i < 100 && w.status.Phase != sluicev1.CanaryPhasePromoting; i++ {
+		w.tick(t)
+	}
+	w.primaryEndpoints = &Endpoints{Ready: 1, Serving: 2}
+	var msg string
+	for i := 0; i < 2000 && w.status.Phase == sluicev1.CanaryPhasePromoting; i++ {
+		d := w.tick(t)
+		for _, e := range d.Events {
+			if e.Reason == EventDeadline {
+				msg = e.Message
+			}
+		}
+	}
+	if w.status.Phase == sluicev1.CanaryPhasePromoting || !strings.Contains(msg, "1 ready endpoints") {
+		t.Fatalf("phase %s, deadline message %q", w.status.Phase, msg)
 	}
 }
