@@ -13,17 +13,14 @@ import (
 
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=list
 
-// primaryEndpoints reads the primary Service's endpoints around the cache while the canary
-// carries traffic: a tick that may send all of it back to the primary judges the endpoints the
-// data plane routes by, not only the Deployment's status (plan.Observed.PrimaryEndpoints). nil
-// when the canary has no traffic, so a Canary at rest costs no EndpointSlice read or watch, and
-// when the Service has no EndpointSlice at all (a cluster without the EndpointSlice controller,
+// primaryEndpoints reads the primary Service's endpoints around the cache, for a tick whose
+// decision sends all traffic back to the primary (plan.ReturnsAllTraffic): it judges the
+// endpoints the data plane routes by, not only the Deployment's status
+// (plan.Observed.PrimaryEndpoints). Only those ticks read, so the steps of a run and a Canary at
+// rest cost no EndpointSlice read or watch. nil when the Service has no EndpointSlice at all (a cluster without the EndpointSlice controller,
 // which keeps at least a placeholder slice for every Service with a selector): then the
 // workload's status is all there is to judge by.
 func (r *Reconciler) primaryEndpoints(ctx context.Context, canary *sluicev1.Canary) (*plan.Endpoints, error) {
-	if canary.Status.CanaryWeight == 0 {
-		return nil, nil
-	}
 	reader := client.Reader(r.Client)
 	if r.APIReader != nil {
 		reader = r.APIReader

@@ -1,6 +1,7 @@
 package canary
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary/plan"
@@ -126,4 +128,51 @@ func TestWorkloadOfCountsAvailableReplicas(t *testing.T) {
 	if workloadOf(stale, "r").IsReady(100) {
 		t.Error("a status from before the controller saw the generation counts as rolled out")
 	}
+}
+
+// endpointSliceReads counts the EndpointSlice lists a Reconciler makes around the cache, by the
+// Canary's phase at the start of the tick.
+type endpointSliceReads struct {
+	client.Reader
+	phase *sluicev1.CanaryPhase
+	count map[sluicev1.CanaryPhase]int
+}
+
+func (r *endpointSliceReads) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*discoveryv1.EndpointSliceList); ok {
+		r.count[*r.phase]++
+	}
+	return r.Reader.List(ctx, list, opts...)
+}
+
+// TestNoEndpointSliceReadDuringSteps: the primary's endpoints are read only by the tick that
+// moves all traffic back to the primary, never during the steps of a weighted run.
+func TestNoEndpointSliceReadDuringSteps(t *testing.T) {
+	h := newHarness(t)
+	var phase sluicev1.CanaryPhase
+	reads := &endpointSliceReads{Reader: h.c, phase: &phase, count: map[sluicev1.CanaryPhase]int{}}
+	h.r.APIReader = reads
+	h.app(2, "6.7.0")
+	h.create(h.canaryFor())
+	h.runUntil(sluicev1.CanaryPhaseInitialized, 20)
+	h.setImage("6.7.1")
+	steps := 0
+	for i := 0; i < 80 && h.last.Phase != sluicev1.CanaryPhaseSucceeded; i++ {
+		phase = h.last.Phase
+		if phase == sluicev1.CanaryPhaseProgressing && h.last.CanaryWeight > 0 {
+			steps++
+		}
+		h.tick()
+	}
+	if h.last.Phase != sluicev1.CanaryPhaseSucceeded || steps < 5 {
+		t.Fatalf("phase %s after %d ticks at a weight\n%s", h.last.Phase, steps, strings.Join(h.log, "\n"))
+	}
+	total := 0
+	for _, n := range reads.count {
+		total += n
+	}
+	if reads.count[sluicev1.CanaryPhaseProgressing] != 0 || total != 1 {
+		t.Fatalf("EndpointSlice reads by phase %v: want one, by the takeover tick only\n%s", reads.count, strings.Join(h.log, "\n"))
+	}
+	t.Logf("EndpointSlice reads by phase: %v over %d ticks at a weight", reads.count, steps)
 }

@@ -142,9 +142,6 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 	if target != nil {
 		o.Canary = target.summary(revision)
 	}
-	if o.PrimaryEndpoints, err = r.primaryEndpoints(ctx, canary); err != nil {
-		return nil, err
-	}
 	readRoute(ctx, router, canary, &o)
 	if fresh, ok := r.FreshRouters[providerOf(canary)]; ok && routeDiffers(o) {
 		readRoute(ctx, fresh, canary, &o) // drift, or the cache behind our own write: ask the apiserver

@@ -59,6 +59,14 @@ func primaryEndpointsCaughtUp(o Observed, need int32) bool {
 		e.Serving <= o.Primary.Updated
 }
 
+// ReturnsAllTraffic reports whether decision d, taken on o, moves all traffic from the canary
+// back to the primary (a promotion's takeover, a rollback's return): the tick the controller
+// reads the primary's endpoints for (Observed.PrimaryEndpoints) and decides again, when it has
+// not read them yet.
+func ReturnsAllTraffic(o Observed, d Decision) bool {
+	return o.PrimaryEndpoints == nil && o.Status.CanaryWeight > 0 && d.Status.CanaryWeight == 0
+}
+
 // endpointsLag names, for a deadline message, primary endpoints that keep the takeover waiting
 // (": the primary Service has ..."); "" when they do not.
 func endpointsLag(o Observed) string {

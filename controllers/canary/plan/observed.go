@@ -67,8 +67,8 @@ type Observed struct {
 	// in status.webhooks so a restarted controller never asks the same round again.
 	Answers []sluicev1.WebhookStatus
 	// PrimaryEndpoints are the primary Service's endpoints as its EndpointSlices list them, read
-	// around the cache while the canary carries traffic (a tick that may send it all back to the
-	// primary); nil when not read. The data plane routes by them, and the EndpointSlice
+	// around the cache only for a tick whose decision sends all traffic back to the primary
+	// (ReturnsAllTraffic: the controller then decides again with them); nil when not read. The data plane routes by them, and the EndpointSlice
 	// controller follows the pods with a lag: a pod the Deployment already counts ready may not
 	// be a ready endpoint yet, and a pod of the old revision may still be one.
 	PrimaryEndpoints *Endpoints

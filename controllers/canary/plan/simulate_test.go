@@ -29,8 +29,8 @@ type world struct {
 	primaryDown      bool // the primary has no ready pod
 	// primaryNotAvailable counts the primary's ready pods within minReadySeconds.
 	primaryNotAvailable int32
-	// primaryEndpoints, when set, is what the primary Service's EndpointSlices list, observed
-	// (as the controller does) while the canary has traffic.
+	// primaryEndpoints, when set, is what the primary Service's EndpointSlices list, read (as
+	// the controller does) for a tick that would send all traffic back to the primary.
 	primaryEndpoints *Endpoints
 	routeWeight      int32
 	abOn             bool   // the route holds A/B rules
@@ -82,10 +82,6 @@ func (w *world) observe() Observed {
 		RouteMirror: w.mirror, RouteCookie: w.cookie, RouteExtrasKnown: true,
 		Hold: w.hold, Stall: w.stall,
 	}
-	if w.primaryEndpoints != nil && w.status.CanaryWeight > 0 {
-		e := *w.primaryEndpoints
-		o.PrimaryEndpoints = &e
-	}
 	if o.Stall == nil { // as the controller's observe step does
 		o.Stall = PrimaryUnready(o)
 	}
@@ -114,6 +110,11 @@ func (w *world) tick(t *testing.T) Decision {
 		w.checks++
 	}
 	d := Decide(o)
+	if w.primaryEndpoints != nil && ReturnsAllTraffic(o, d) { // as the controller's step does
+		e := *w.primaryEndpoints
+		o.PrimaryEndpoints = &e
+		d = Decide(o)
+	}
 	before := w.status
 	w.lostNow = ""
 	statusLost := w.lost(d, "status")
