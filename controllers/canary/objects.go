@@ -29,6 +29,7 @@ func workloadOf(d *appsv1.Deployment, revision string) plan.Workload {
 	s := d.Status
 	return plan.Workload{
 		Exists: true, Revision: revision, Desired: desired, Ready: s.ReadyReplicas, Updated: s.UpdatedReplicas,
+		ReadyNotAvailable: max(s.ReadyReplicas-s.AvailableReplicas, 0),
 		RolledOut: s.ObservedGeneration >= d.Generation && s.UpdatedReplicas >= desired &&
 			s.Replicas <= s.UpdatedReplicas,
 	}

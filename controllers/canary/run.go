@@ -57,6 +57,18 @@ func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *
 		return res, obs.o.Stall, err
 	}
 	d := plan.Decide(obs.o)
+	if plan.ReturnsAllTraffic(obs.o, d) {
+		// Only a tick that moves all traffic back to the primary reads its endpoints, and judges
+		// again with them (plan.Observed.PrimaryEndpoints): no read during the steps of a run.
+		eps, err := r.primaryEndpoints(ctx, canary)
+		if err != nil {
+			return ctrl.Result{RequeueAfter: plan.PollInterval}, obs.o.Stall, err
+		}
+		if eps != nil {
+			obs.o.PrimaryEndpoints = eps
+			d = plan.Decide(obs.o)
+		}
+	}
 	stall := obs.o.Stall
 	if d.Stall != nil {
 		stall = d.Stall

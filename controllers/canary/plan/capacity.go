@@ -24,10 +24,16 @@ func (d *Decision) scalePrimary(n int32) {
 // primaryCanTakeOver reports whether the promoted primary may take all the traffic now: it must
 // have at least as many ready replicas as the canary serving it (an autoscaler may have scaled the
 // canary far beyond the primary, which saw little traffic: flagger#1600's thundering herd).
-// Otherwise it scales the primary up to the canary's ready replicas and waits.
+// Otherwise it scales the primary up to the canary's ready replicas and waits. It also waits for
+// the primary Service's endpoints to show that rollout (primaryEndpointsCaughtUp): the data plane
+// routes by them, not by the Deployment's status.
 func primaryCanTakeOver(o Observed, d *Decision) bool {
-	if o.Primary.Ready >= o.Canary.Ready {
-		return true
+	if o.Primary.Available() >= o.Canary.Ready {
+		if primaryEndpointsCaughtUp(o, o.Canary.Ready) {
+			return true
+		}
+		d.RequeueAfter = PollInterval
+		return false
 	}
 	if o.Primary.Desired < o.Canary.Ready {
 		d.scalePrimary(o.Canary.Ready)
@@ -36,6 +42,40 @@ func primaryCanTakeOver(o Observed, d *Decision) bool {
 	}
 	d.RequeueAfter = PollInterval
 	return false
+}
+
+// primaryEndpointsCaughtUp reports whether the primary Service's endpoints (when read) show the
+// rollout its workload reports: at least need ready endpoints, at least the primary's ready
+// threshold of its desired replicas, and no endpoint beyond its updated pods (a pod of the old
+// revision the EndpointSlice controller has not removed yet). Without it, all traffic could go to
+// a Service that, for a moment, still serves a pod of the old revision or fewer ready pods than
+// the canary carried the traffic with.
+func primaryEndpointsCaughtUp(o Observed, need int32) bool {
+	e := o.PrimaryEndpoints
+	if e == nil {
+		return true
+	}
+	return e.Ready >= max(need, 1) && e.Ready*100 >= PrimaryReadyThreshold(o.Spec)*o.Primary.Desired &&
+		e.Serving <= o.Primary.Updated
+}
+
+// ReturnsAllTraffic reports whether decision d, taken on o, moves all traffic from the canary
+// back to the primary (a promotion's takeover, a rollback's return): the tick the controller
+// reads the primary's endpoints for (Observed.PrimaryEndpoints) and decides again, when it has
+// not read them yet.
+func ReturnsAllTraffic(o Observed, d Decision) bool {
+	return o.PrimaryEndpoints == nil && o.Status.CanaryWeight > 0 && d.Status.CanaryWeight == 0
+}
+
+// endpointsLag names, for a deadline message, primary endpoints that keep the takeover waiting
+// (": the primary Service has ..."); "" when they do not.
+func endpointsLag(o Observed) string {
+	e := o.PrimaryEndpoints
+	if e == nil || primaryEndpointsCaughtUp(o, o.Canary.Ready) {
+		return ""
+	}
+	return fmt.Sprintf(": the primary Service has %d ready endpoints and %d not terminating, for %d updated pods (the canary served with %d ready)",
+		e.Ready, e.Serving, o.Primary.Updated, o.Canary.Ready)
 }
 
 // EventTrafficHeld is recorded when a rollback or a cancelled run keeps the canary's traffic
@@ -59,7 +99,8 @@ func returnTraffic(o Observed, d *Decision) (held bool) {
 		return false
 	}
 	need := o.Canary.Ready
-	capable := o.Primary.Ready >= need && o.Primary.Ready > 0
+	capable := o.Primary.Ready >= need && o.Primary.Ready > 0 &&
+		(o.PrimaryEndpoints == nil || o.PrimaryEndpoints.Ready >= max(need, 1))
 	canaryServes := o.Canary.IsReady(CanaryReadyThreshold(o.Spec))
 	ended := o.Now
 	if t := d.Status.LastTransitionTime; t != nil {

@@ -41,6 +41,10 @@ func waitForPrimary(o Observed, d *Decision) {
 	p := o.Primary
 	msg := fmt.Sprintf("Waiting for the primary to become ready (%d/%d ready pods, ready threshold %d%%)",
 		p.Ready, p.Desired, PrimaryReadyThreshold(o.Spec))
+	if p.ReadyNotAvailable > 0 {
+		msg = fmt.Sprintf("Waiting for the primary to become ready (%d/%d ready pods, %d of them not available yet (minReadySeconds), ready threshold %d%%)",
+			p.Ready, p.Desired, p.ReadyNotAvailable, PrimaryReadyThreshold(o.Spec))
+	}
 	if !p.Exists {
 		msg = "Waiting for the primary deployment to be created"
 	}

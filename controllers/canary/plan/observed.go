@@ -66,6 +66,18 @@ type Observed struct {
 	// Answers are the gate webhook answers the controller received this tick; Decide records them
 	// in status.webhooks so a restarted controller never asks the same round again.
 	Answers []sluicev1.WebhookStatus
+	// PrimaryEndpoints are the primary Service's endpoints as its EndpointSlices list them, read
+	// around the cache only for a tick whose decision sends all traffic back to the primary
+	// (ReturnsAllTraffic: the controller then decides again with them); nil when not read. The data plane routes by them, and the EndpointSlice
+	// controller follows the pods with a lag: a pod the Deployment already counts ready may not
+	// be a ready endpoint yet, and a pod of the old revision may still be one.
+	PrimaryEndpoints *Endpoints
+}
+
+// Endpoints counts a Service's endpoints, each pod once (dual-stack Services list it in two
+// EndpointSlices): Ready the ready ones, Serving every one that is not terminating.
+type Endpoints struct {
+	Ready, Serving int32
 }
 
 // Workload is the observed state of a Deployment.
@@ -76,6 +88,9 @@ type Workload struct {
 	Revision string
 	// Desired is spec.replicas; Ready and Updated are status.readyReplicas and updatedReplicas.
 	Desired, Ready, Updated int32
+	// ReadyNotAvailable counts the ready replicas not available yet (ready for less than the
+	// Deployment's minReadySeconds: readyReplicas - availableReplicas).
+	ReadyNotAvailable int32
 	// RolledOut is true when the Deployment controller has observed the latest generation and
 	// every replica runs the current template.
 	RolledOut bool
@@ -84,10 +99,15 @@ type Workload struct {
 // ReadyPercent is the percentage (0–100) of desired replicas that are ready; 0 when none are
 // desired.
 func (w Workload) ReadyPercent() int32 {
+	return w.percentOfDesired(w.Ready)
+}
+
+// percentOfDesired is n as a percentage (0–100) of the desired replicas; 0 when none are desired.
+func (w Workload) percentOfDesired(n int32) int32 {
 	if w.Desired <= 0 {
 		return 0
 	}
-	p := w.Ready * 100 / w.Desired
+	p := n * 100 / w.Desired
 	if p > 100 {
 		p = 100
 	}
@@ -95,10 +115,17 @@ func (w Workload) ReadyPercent() int32 {
 }
 
 // IsReady reports whether the workload runs its current template with at least threshold percent
-// (0–100) of its desired replicas ready, and at least one ready replica: a backend with zero ready
-// endpoints never counts as ready.
+// (0–100) of its desired replicas ready and available, and at least one: a backend with zero
+// ready endpoints never counts as ready.
 func (w Workload) IsReady(threshold int32) bool {
-	return w.Exists && w.RolledOut && w.Ready > 0 && w.ReadyPercent() >= threshold
+	return w.Exists && w.RolledOut && w.Available() > 0 && w.percentOfDesired(w.Available()) >= threshold
+}
+
+// Available is the ready replicas that are also available (ready for minReadySeconds), which
+// is what IsReady counts, as Flagger's readiness check and the Deployment controller's rollout
+// do.
+func (w Workload) Available() int32 {
+	return max(w.Ready-w.ReadyNotAvailable, 0)
 }
 
 // Check is the outcome of one analysis run.

@@ -47,8 +47,8 @@ func promote(o Observed, d *Decision) {
 		return
 	}
 	if deadlinePassed(o) {
-		d.warning(EventDeadline, fmt.Sprintf("Primary not promoted within %s (progressDeadlineSeconds)", ProgressDeadline(o.Spec)))
-		rollback(o, d, "progress deadline exceeded during promotion")
+		d.warning(EventDeadline, fmt.Sprintf("Primary not promoted within %s (progressDeadlineSeconds)%s", ProgressDeadline(o.Spec), endpointsLag(o)))
+		rollback(o, d, "progress deadline exceeded during promotion"+endpointsLag(o))
 		return
 	}
 	if !promoted {

@@ -27,6 +27,11 @@ type world struct {
 	canaryNeverReady bool
 	primaryRolling   bool // the primary's rollout has not finished (its ready pods still serve)
 	primaryDown      bool // the primary has no ready pod
+	// primaryNotAvailable counts the primary's ready pods within minReadySeconds.
+	primaryNotAvailable int32
+	// primaryEndpoints, when set, is what the primary Service's EndpointSlices list, read (as
+	// the controller does) for a tick that would send all traffic back to the primary.
+	primaryEndpoints *Endpoints
 	routeWeight      int32
 	abOn             bool   // the route holds A/B rules
 	mirror           int32  // the route mirrors this percentage to the canary
@@ -69,7 +74,8 @@ func (w *world) observe() Observed {
 	o := Observed{
 		Now: w.now, Spec: w.spec, Status: w.status, Revision: w.targetRevision,
 		Primary: Workload{Exists: w.primaryRevision != "", Revision: w.primaryRevision,
-			Desired: w.primaryReplicas, Ready: primaryReady, Updated: w.primaryReplicas, RolledOut: !w.primaryRolling},
+			Desired: w.primaryReplicas, Ready: primaryReady, Updated: w.primaryReplicas, RolledOut: !w.primaryRolling,
+			ReadyNotAvailable: w.primaryNotAvailable},
 		Canary: Workload{Exists: true, Revision: w.targetRevision, Desired: w.canaryReplicas,
 			Ready: canaryReady, Updated: w.canaryReplicas, RolledOut: true},
 		RouteWeight: w.routeWeight, RouteKnown: true, RouteABOn: w.abOn, RouteABKnown: true,
@@ -104,6 +110,11 @@ func (w *world) tick(t *testing.T) Decision {
 		w.checks++
 	}
 	d := Decide(o)
+	if w.primaryEndpoints != nil && ReturnsAllTraffic(o, d) { // as the controller's step does
+		e := *w.primaryEndpoints
+		o.PrimaryEndpoints = &e
+		d = Decide(o)
+	}
 	before := w.status
 	w.lostNow = ""
 	statusLost := w.lost(d, "status")
