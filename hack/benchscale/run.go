@@ -91,7 +91,7 @@ func run(ctx context.Context, c config) (err error) {
 	if err := initialize(ctx, c, k, tr, m, sampler, as, r); err != nil {
 		return err
 	}
-	if err := measureIdle(ctx, c, m, sampler, r); err != nil {
+	if err := measureIdle(ctx, c, m, tr, sampler, r); err != nil {
 		return err
 	}
 	if c.rollout {
@@ -174,8 +174,10 @@ func initialize(ctx context.Context, c config, k client.Client, tr *tracker, m *
 }
 
 // measureIdle measures the manager while nothing changes.
-func measureIdle(ctx context.Context, c config, m *managerproc.Proc, s *sampler, r *report) error {
+func measureIdle(ctx context.Context, c config, m *managerproc.Proc, tr *tracker, s *sampler, r *report) error {
 	say("idle for %s", c.idle)
+	tr.countWatchEvents(true)
+	defer func() { r.idleWatchEvents = tr.countWatchEvents(false) }()
 	before, err := m.Scrape()
 	if err != nil {
 		return err

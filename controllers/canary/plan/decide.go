@@ -17,7 +17,6 @@ const (
 	EventCheckFailed    = "CheckFailed"
 	EventRollback       = "RolledBack"
 	EventPromoting      = "Promoting"
-	EventFinalising     = "Finalising"
 	EventSucceeded      = "Succeeded"
 	EventWeightsDrift   = "WeightsRestored"
 	EventDeadline       = "ProgressDeadlineExceeded"
