@@ -109,6 +109,8 @@ type report struct {
 	idleCPU        time.Duration
 	idleRequests   requests
 	idleReconciles float64
+	// idleReconcilesByResult: the idle reconciles by controller-runtime's result label.
+	idleReconcilesByResult map[string]float64
 	// idleWatchEvents: the changes the manager's watches saw while idle (see tracker.countEvent).
 	idleWatchEvents map[string]int
 
@@ -150,7 +152,8 @@ func (r *report) print(w io.Writer) {
 	idleS := r.idleWall.Seconds()
 	row("idle API requests/s", "%.3f (%s); leader election %.2f/s apart", r.idleRequests.canaryTotal()/idleS,
 		r.idleRequests.line(idleS, "%.3f/s"), (r.idleRequests.total()-r.idleRequests.canaryTotal())/idleS)
-	row("idle reconciles/s", "%.2f; what the watches saw meanwhile: %s", r.idleReconciles/idleS, watchLine(r.idleWatchEvents))
+	row("idle reconciles/s", "%.2f (by result: %s); what the watches saw meanwhile: %s", r.idleReconciles/idleS,
+		requests(r.idleReconcilesByResult).line(1, "%.0f"), watchLine(r.idleWatchEvents))
 	row("idle CPU of the manager", "%.2f %% of a core", 100*r.idleCPU.Seconds()/idleS)
 	perCanary := float64(r.rssIdle-r.rssEmpty) / n
 	row("manager RSS", "%s empty cluster, %s with the workloads, %s peak while initializing, %s idle with N Canaries, %s peak during the release",

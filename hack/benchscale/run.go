@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -205,6 +206,15 @@ func measureIdle(ctx context.Context, c config, m *managerproc.Proc, tr *tracker
 	r.idleRequests = delta(before, after)
 	r.idleReconciles = after.Sum("controller_runtime_reconcile_total", "controller", "canary") -
 		before.Sum("controller_runtime_reconcile_total", "controller", "canary")
+	// By result: "requeue_after" ticks asked for a later look (a timer), "success" ones did not (a
+	// watch event woke them).
+	r.idleReconcilesByResult = map[string]float64{}
+	was := before.ByLabels("controller_runtime_reconcile_total", "controller", "result")
+	for k, v := range after.ByLabels("controller_runtime_reconcile_total", "controller", "result") {
+		if result, ok := strings.CutPrefix(k, "canary "); ok && v > was[k] {
+			r.idleReconcilesByResult[result] = v - was[k]
+		}
+	}
 	r.rssIdle = p1.RSSBytes
 	r.heapIdle = after.Sum("go_memstats_heap_inuse_bytes")
 	return m.Alive()
