@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -117,19 +118,8 @@ func (r *Reconciler) ensurePrimaryScaledObject(ctx context.Context, canary *slui
 			spec["maxReplicaCount"] = int64(*rep.MaxReplicas)
 		}
 	}
-	if triggers, ok := spec["triggers"].([]any); ok {
-		for _, t := range triggers {
-			trig, _ := t.(map[string]any)
-			name, _ := trig["name"].(string)
-			if q, ok := ref.PrimaryScalerQueries[name]; ok && name != "" {
-				md, _ := trig["metadata"].(map[string]any)
-				if md == nil {
-					md = map[string]any{}
-				}
-				md["query"] = q
-				trig["metadata"] = md
-			}
-		}
+	if err := applyPrimaryScalerQueries(ref, spec); err != nil {
+		return err
 	}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(src.GroupVersionKind())
@@ -147,6 +137,39 @@ func (r *Reconciler) ensurePrimaryScaledObject(ctx context.Context, canary *slui
 	})
 	if err != nil {
 		return fmt.Errorf("reconciling ScaledObject %s: %w", obj.GetName(), err)
+	}
+	return nil
+}
+
+// applyPrimaryScalerQueries replaces, in the primary's copy of a ScaledObject spec, the query of
+// each trigger named in ref.PrimaryScalerQueries (Flagger keys them by trigger name). A key that
+// names no trigger would leave the primary scaling on the canary's query, so it stalls the Canary
+// naming the key and the triggers there are; nothing is written then.
+func applyPrimaryScalerQueries(ref *sluicev1.AutoscalerReference, spec map[string]any) error {
+	triggers, _ := spec["triggers"].([]any)
+	var names []string
+	for _, t := range triggers {
+		trig, _ := t.(map[string]any)
+		name, _ := trig["name"].(string)
+		if name == "" {
+			continue
+		}
+		names = append(names, name)
+		if q, ok := ref.PrimaryScalerQueries[name]; ok {
+			md, _ := trig["metadata"].(map[string]any)
+			if md == nil {
+				md = map[string]any{}
+			}
+			md["query"] = q
+			trig["metadata"] = md
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(ref.PrimaryScalerQueries)) {
+		if !slices.Contains(names, key) {
+			return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec,
+				"spec.autoscalerRef.primaryScalerQueries: %q names no trigger of ScaledObject %s (named triggers: %q); the keys are trigger names",
+				key, ref.Name, names)
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -127,5 +128,39 @@ func TestKEDAScaledObjectOnRealCRD(t *testing.T) {
 	}
 	if r := ptr.Deref(h.deployment("podinfo").Spec.Replicas, -1); r != 0 {
 		t.Fatalf("canary replicas after promotion: %d", r)
+	}
+}
+
+// TestPrimaryScalerQueriesKeyNamingNoTriggerStalls (findings16b F2): primaryScalerQueries keyed by
+// something that names no trigger of the ScaledObject (here the trigger's type, not its name)
+// would leave the primary scaling on the canary's query; the Canary stalls naming the key and the
+// triggers there are, and no primary ScaledObject is written.
+func TestPrimaryScalerQueriesKeyNamingNoTriggerStalls(t *testing.T) {
+	h := newHarnessFor(t, sluicev1.ProviderKubernetes)
+	h.app(3, "6.7.0")
+	so := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(podinfoScaledObject), &so.Object); err != nil {
+		t.Fatal(err)
+	}
+	so.SetNamespace(h.ns)
+	if err := h.c.Create(h.ctx, so); err != nil {
+		t.Fatal(err)
+	}
+	c := h.blueGreenCanaryFor()
+	c.Spec.AutoscalerRef = &sluicev1.AutoscalerReference{APIVersion: "keda.sh/v1alpha1", Kind: sluicev1.AutoscalerScaledObject, Name: "podinfo",
+		PrimaryScalerQueries: map[string]string{"prometheus": `sum(rate(http_requests_total{app="podinfo-primary"}[1m]))`}}
+	h.create(c)
+	for i := 0; i < 4; i++ {
+		h.tick()
+	}
+	cond := findCondition(h.canary(), sluicev1.ConditionStalled)
+	if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != sluicev1.ReasonInvalidSpec ||
+		!strings.Contains(cond.Message, `primaryScalerQueries: "prometheus" names no trigger of ScaledObject podinfo (named triggers: ["rps"])`) {
+		t.Fatalf("Stalled condition %+v, want InvalidSpec naming the key and the trigger names", cond)
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(scaledObjectGVK)
+	if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "podinfo-primary"}, u); err == nil {
+		t.Fatal("a primary ScaledObject was written with the canary's query")
 	}
 }

@@ -79,7 +79,6 @@ func (r *Router) setExtras(ctx context.Context, canary *sluicev1.Canary, what st
 		}
 		e := s.extrasOf(route.Spec.Rules)
 		change(&e)
-		route.ResourceVersion = "" // as setGenerated: the extras are the caller's, the rest is ours
 		return r.applyGenerated(ctx, canary, route, currentWeights(route, s), hasABRules(route.Spec.Rules), e,
 			"Setting HTTPRoute "+what)
 	}

@@ -41,8 +41,6 @@ func (r *Router) setGenerated(ctx context.Context, canary *sluicev1.Canary, w pr
 	if err != nil {
 		return err
 	}
-	// No resourceVersion: the weights are the caller's and the rest of the spec is ours.
-	route.ResourceVersion = ""
 	return r.applyGenerated(ctx, canary, route, w, hasABRules(route.Spec.Rules), servicesOf(canary).extrasOf(route.Spec.Rules),
 		"Setting HTTPRoute weights")
 }
@@ -52,8 +50,6 @@ func (r *Router) setGeneratedAB(ctx context.Context, canary *sluicev1.Canary, on
 	if err != nil {
 		return err
 	}
-	// No resourceVersion, as in setGenerated: the A/B state is the caller's, the weights stay.
-	route.ResourceVersion = ""
 	why := "Removing HTTPRoute A/B rules"
 	if on {
 		why = "Adding HTTPRoute A/B rules"

@@ -41,8 +41,11 @@ var ErrRouteConflict error = providers.Permanent(sluicev1.ReasonRouteConflict, "
 // from and written to the other rules only.
 //
 // Reads go through the client given to New (a manager's cached client is fine: an idle Canary
-// costs no API request); writes are server-side applies with field manager providers.FieldManager,
-// made only when something changes.
+// costs no API request), which sees the router's own writes at once (providers.ReadOwnWrites);
+// writes are server-side applies with field manager providers.FieldManager, made only when
+// something changes, and conditioned on the resourceVersion read in both modes: every write
+// rebuilds the atomic rules list from the route as read, so a route changed since (an edit the
+// cache has not shown yet) fails the write with a Conflict instead of losing that change.
 type Router struct {
 	c client.Client
 }
@@ -52,7 +55,7 @@ var _ providers.Router = (*Router)(nil)
 // New returns a Router reading and writing HTTPRoutes through c, whose scheme must know the
 // Gateway API v1 types.
 func New(c client.Client) *Router {
-	return &Router{c: c}
+	return &Router{c: providers.ReadOwnWrites(c)}
 }
 
 // Reconcile creates the generated route at primary=100/canary=0, or converges its spec keeping

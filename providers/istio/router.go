@@ -34,7 +34,7 @@ var _ providers.Router = (*Router)(nil)
 // New returns a Router using c, whose scheme must hold the Istio networking v1 types
 // (istionetv1.AddToScheme).
 func New(c client.Client) *Router {
-	return &Router{c: c}
+	return &Router{c: providers.ReadOwnWrites(c)}
 }
 
 // Reconcile ensures the generated VirtualService and DestinationRules (creating the

@@ -31,7 +31,7 @@ type Router struct {
 var _ providers.Router = (*Router)(nil)
 
 // New returns a Router reading and patching Services through c.
-func New(c client.Client) *Router { return &Router{c: c} }
+func New(c client.Client) *Router { return &Router{c: providers.ReadOwnWrites(c)} }
 
 // services are the three Services of a Canary, as read.
 type services struct {
