@@ -58,6 +58,11 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 			return nil, err
 		}
 	}
+	if err := plan.ValidateStrategy(canary.Spec); err != nil {
+		if err := soft(reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "%w", err)); err != nil {
+			return nil, err
+		}
+	}
 	if err := r.validateQueries(ctx, canary); err != nil {
 		if _, ok := reconcilekit.AsStalled(err); ok {
 			obs.analysisBroken = true

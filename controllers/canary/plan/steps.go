@@ -1,6 +1,10 @@
 package plan
 
-import sluicev1 "sluice.dev/sluice/api/v1alpha1"
+import (
+	"fmt"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+)
 
 // Steps returns the canary weights of a run in percent, in order: the explicit stepWeights, or
 // stepWeight, 2×stepWeight, … up to maxWeight (default 100) with the last step exactly on
@@ -52,4 +56,23 @@ func PromotionWeight(a sluicev1.CanaryAnalysis, current int32) int32 {
 		return 0
 	}
 	return current - a.StepWeightPromotion
+}
+
+// ValidateStrategy reports a weighted run whose first canary weight would be 100 %: all traffic
+// to a revision no check has seen yet, then promotion after one check. That is what an analysis
+// with no strategy at all (no stepWeight, stepWeights or iterations) would run, and what
+// stepWeight or stepWeights starting at 100 ask for; switching everything at once after checks is
+// a blue/green run (iterations). A/B and blue/green runs, and skipAnalysis, are not concerned.
+func ValidateStrategy(spec sluicev1.CanarySpec) error {
+	if spec.SkipAnalysis || spec.Analysis.Iterations > 0 {
+		return nil
+	}
+	if first := Steps(spec.Analysis)[0]; first >= 100 {
+		a := spec.Analysis
+		if a.StepWeight == 0 && len(a.StepWeights) == 0 {
+			return fmt.Errorf("spec.analysis has no strategy: set stepWeight or stepWeights (a weighted run), or iterations (blue/green; with match, A/B); as it is, the first step would send 100 %% of the traffic to the canary before any check")
+		}
+		return fmt.Errorf("spec.analysis: the first canary weight would be %d %%, all traffic to a revision no check has seen: start stepWeight/stepWeights below 100, or use iterations for blue/green", first)
+	}
+	return nil
 }
