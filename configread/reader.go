@@ -111,6 +111,72 @@ func (c *Client) Get(ctx context.Context, key client.ObjectKey, obj client.Objec
 	return nil
 }
 
+// Create implements client.Writer. A Secret or ConfigMap created is kept as read: the apiserver
+// returned its contents and resourceVersion, so the first Get after it costs no request.
+func (c *Client) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if err := c.Client.Create(ctx, obj, opts...); err != nil {
+		return err
+	}
+	if o := (&client.CreateOptions{}).ApplyOptions(opts); len(o.DryRun) == 0 {
+		c.keepWritten(obj)
+	}
+	return nil
+}
+
+// Update implements client.Writer; a Secret or ConfigMap written is kept as Create says.
+func (c *Client) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	if err := c.Client.Update(ctx, obj, opts...); err != nil {
+		return err
+	}
+	if o := (&client.UpdateOptions{}).ApplyOptions(opts); len(o.DryRun) == 0 {
+		c.keepWritten(obj)
+	}
+	return nil
+}
+
+// Patch implements client.Writer; a Secret or ConfigMap written is kept as Create says.
+func (c *Client) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if err := c.Client.Patch(ctx, obj, patch, opts...); err != nil {
+		return err
+	}
+	if o := (&client.PatchOptions{}).ApplyOptions(opts); len(o.DryRun) == 0 {
+		c.keepWritten(obj)
+	}
+	return nil
+}
+
+// Delete implements client.Writer; a Secret or ConfigMap deleted is forgotten.
+func (c *Client) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	err := c.Client.Delete(ctx, obj, opts...)
+	if ek, ok := keyOf(obj); ok {
+		c.forget(ek)
+	}
+	return err
+}
+
+// keepWritten keeps obj, as the apiserver returned it from a write, when it is a Secret or a
+// ConfigMap (callers skip dry runs).
+func (c *Client) keepWritten(obj client.Object) {
+	ek, ok := keyOf(obj)
+	if !ok || obj.GetResourceVersion() == "" {
+		return
+	}
+	c.put(ek, obj)
+}
+
+func keyOf(obj client.Object) (entryKey, bool) {
+	var kind string
+	switch obj.(type) {
+	case *corev1.Secret:
+		kind = secretGVK.Kind
+	case *corev1.ConfigMap:
+		kind = configMapGVK.Kind
+	default:
+		return entryKey{}, false
+	}
+	return entryKey{kind: kind, key: client.ObjectKeyFromObject(obj)}, true
+}
+
 // copyCurrent copies the kept object into obj when it is the version meta describes.
 func (c *Client) copyCurrent(ek entryKey, meta *metav1.PartialObjectMetadata, obj client.Object) bool {
 	c.mu.Lock()
@@ -129,11 +195,18 @@ func (c *Client) copyCurrent(ek entryKey, meta *metav1.PartialObjectMetadata, ob
 	return true
 }
 
+// store keeps obj as just read from the apiserver.
 func (c *Client) store(ek entryKey, obj client.Object) {
+	c.mu.Lock()
+	c.reads++
+	c.mu.Unlock()
+	c.put(ek, obj)
+}
+
+func (c *Client) put(ek entryKey, obj client.Object) {
 	now := c.opts.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.reads++
 	c.entries[ek] = &entry{uid: obj.GetUID(), version: obj.GetResourceVersion(),
 		obj: obj.DeepCopyObject().(client.Object), lastRead: now}
 	c.evictLocked(now)

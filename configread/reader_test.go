@@ -12,6 +12,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 // TestGetReadsOnlyWhenChanged: the contents are read once per resourceVersion; a change is read
@@ -60,5 +61,61 @@ func TestGetReadsOnlyWhenChanged(t *testing.T) {
 	}
 	if err := c.Get(ctx, key, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("Get of a deleted Secret = %v, want NotFound", err)
+	}
+}
+
+// TestWrittenCopiesAreNotReadBack: a ConfigMap or Secret the client creates or patches is kept as
+// the apiserver returned it, so the next Get of that version sends no request; a later change by
+// someone else is read; a deleted one is forgotten.
+func TestWrittenCopiesAreNotReadBack(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	gets := 0
+	api := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, meta := obj.(*metav1.PartialObjectMetadata); !meta {
+				gets++
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	}).Build()
+	c := New(api, api, Options{})
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-primary", Namespace: "ns"}, Data: map[string]string{"k": "v1"}}
+	if err := c.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	read := func() string {
+		t.Helper()
+		got := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(cm), got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Data["k"]
+	}
+	if v := read(); v != "v1" || gets != 0 {
+		t.Fatalf("Get after Create: %q with %d reads of contents, want v1 with none", v, gets)
+	}
+	patch := client.MergeFrom(cm.DeepCopy())
+	cm.Data["k"] = "v2"
+	if err := c.Patch(ctx, cm, patch); err != nil {
+		t.Fatal(err)
+	}
+	if v := read(); v != "v2" || gets != 0 {
+		t.Fatalf("Get after Patch: %q with %d reads of contents, want v2 with none", v, gets)
+	}
+	other := cm.DeepCopy()
+	other.Data["k"] = "v3"
+	if err := api.Update(ctx, other); err != nil { // someone else's write
+		t.Fatal(err)
+	}
+	if v := read(); v != "v3" || gets != 1 {
+		t.Fatalf("Get after an outside change: %q with %d reads of contents, want v3 with one", v, gets)
+	}
+	if err := c.Delete(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	if kept, _ := c.Stats(); kept != 0 {
+		t.Fatalf("%d copies kept after the Delete, want 0", kept)
 	}
 }

@@ -22,7 +22,10 @@ const (
 	CanaryPhaseWaitingPromotion CanaryPhase = "WaitingPromotion"
 	// CanaryPhasePromoting: the primary is being updated to the canary's template and configs.
 	CanaryPhasePromoting CanaryPhase = "Promoting"
-	// CanaryPhaseFinalising: traffic is back on the promoted primary; the canary scales down.
+	// CanaryPhaseFinalising: a new revision arrived once the primary was promoted: traffic is back
+	// on the promoted primary and the run completes (Succeeded) in the next tick, then the new
+	// revision starts its own run. A promotion without a new revision goes from Promoting to
+	// Succeeded in one tick (traffic to the primary, the canary scaled down).
 	CanaryPhaseFinalising CanaryPhase = "Finalising"
 	// CanaryPhaseSucceeded: the last run was promoted.
 	CanaryPhaseSucceeded CanaryPhase = "Succeeded"

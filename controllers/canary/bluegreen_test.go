@@ -72,7 +72,7 @@ func TestKubernetesProviderBlueGreen(t *testing.T) {
 
 	h.setImage("6.7.1")
 	seen := h.runWatchingApex(sluicev1.CanaryPhaseSucceeded, 60)
-	if want := []string{"primary@Progressing", "canary@Promoting", "primary@Finalising"}; strings.Join(seen, " ") != strings.Join(want, " ") {
+	if want := []string{"primary@Progressing", "canary@Promoting", "primary@Succeeded"}; strings.Join(seen, " ") != strings.Join(want, " ") {
 		t.Fatalf("apex selected %v, want %v\n%s", seen, want, strings.Join(h.log, "\n"))
 	}
 	if img := h.deployment("podinfo-primary").Spec.Template.Spec.Containers[0].Image; !strings.HasSuffix(img, ":6.7.1") {

@@ -50,8 +50,9 @@ type Options struct {
 	// Egress refuses webhook URLs and metricsServer addresses up front (nil: only link-local and
 	// cloud-metadata addresses); the clients of webhooks, notify and analysis enforce it too.
 	Egress *egress.Policy
-	// StepEvents posts a Kubernetes event for every weight step (economy.go). Default: steps
-	// are in the status, the log, the metrics and the event webhooks only.
+	// StepEvents posts a Kubernetes event for every weight step and the start of the promotion
+	// (economy.go). Default: those are in the status, the log, the metrics and the event webhooks
+	// only.
 	StepEvents bool
 }
 

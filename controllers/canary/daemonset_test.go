@@ -101,7 +101,7 @@ func TestDaemonSetTargetPromotesAndRollsBack(t *testing.T) {
 
 	h.setDaemonSetImage("6.7.1")
 	seen := h.runWatchingApex(sluicev1.CanaryPhaseSucceeded, 60)
-	if want := []string{"primary@Progressing", "canary@Promoting", "primary@Finalising"}; strings.Join(seen, " ") != strings.Join(want, " ") {
+	if want := []string{"primary@Progressing", "canary@Promoting", "primary@Succeeded"}; strings.Join(seen, " ") != strings.Join(want, " ") {
 		t.Fatalf("apex selected %v, want %v\n%s", seen, want, strings.Join(h.log, "\n"))
 	}
 	primary = h.daemonSet("podinfo-primary")

@@ -23,10 +23,14 @@ import (
 //     back, and in a run that is every check after the first. The check memo (gather.go) and the
 //     status patch's optimistic lock keep a check from counting twice. Webhook gates, which call
 //     out, always read first;
-//   - weight steps are not posted as Kubernetes events unless Options.StepEvents: each is in the
-//     status (canaryWeight, iterations, the Ready condition's message), the log, the
-//     sluice_canary_weight metric and the event webhooks, and every transition a user acts on
-//     (new revision, promotion, success, each failed check, rollback, drift, gates) is an event;
+//   - the steps of a run that goes as planned are not posted as Kubernetes events unless
+//     Options.StepEvents: each weight step, and the start of the promotion (Promoting), which is
+//     the step after the last weight and is followed by Succeeded (or a rollback) as soon as the
+//     primary has rolled out. Each is in the status (phase, canaryWeight, iterations, the Ready
+//     condition's message, lastTransitionTime), the log, the sluice_canary_weight and
+//     sluice_canary_phase metrics and the event webhooks; every transition a user acts on (a new
+//     revision, success, each failed check or check without evidence, rollback, drift, gates,
+//     waits) is an event;
 //   - counting runs in flight for --max-progressing and finding the Canaries of one target use
 //     cache indexes, so a tick's work does not grow with the number of Canaries;
 //   - idle Canaries are not requeued (requeue.go).
@@ -46,8 +50,8 @@ func registerEconomyIndexes(ctx context.Context, idx client.FieldIndexer) error 
 	return idx.IndexField(ctx, &sluicev1.Canary{}, indexRunning, indexRunningValue)
 }
 
-// eventRecorder is the recorder of the tick's events: r.Recorder, without the weight steps unless
-// Options.StepEvents.
+// eventRecorder is the recorder of the tick's events: r.Recorder, without the steps (weights and
+// the start of the promotion) unless Options.StepEvents.
 func (r *Reconciler) eventRecorder() events.EventRecorder {
 	if r.Recorder == nil || r.StepEvents {
 		return r.Recorder
@@ -55,11 +59,12 @@ func (r *Reconciler) eventRecorder() events.EventRecorder {
 	return withoutSteps{r.Recorder}
 }
 
-// withoutSteps drops the Normal WeightAdvanced events (already logged by the kit).
+// withoutSteps drops the Normal WeightAdvanced and Promoting events (already logged by the kit,
+// and delivered to the event webhooks from the tick's outbox).
 type withoutSteps struct{ events.EventRecorder }
 
 func (w withoutSteps) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
-	if eventtype == "Normal" && reason == plan.EventAdvanced {
+	if eventtype == "Normal" && (reason == plan.EventAdvanced || reason == plan.EventPromoting) {
 		return
 	}
 	w.EventRecorder.Eventf(regarding, related, eventtype, reason, action, note, args...)

@@ -15,12 +15,14 @@ func (l *reasonLog) Eventf(_, _ runtime.Object, eventtype, reason, _, _ string, 
 	*l = append(*l, eventtype+" "+reason)
 }
 
-// TestStepEventsArePostedOnlyWhenAskedFor: by default the weight steps stay out of the Kubernetes
-// events (every other transition, warnings included, is posted); Options.StepEvents posts them.
+// TestStepEventsArePostedOnlyWhenAskedFor: by default the weight steps and the start of the
+// promotion stay out of the Kubernetes events (every other transition, warnings included, is
+// posted); Options.StepEvents posts them.
 func TestStepEventsArePostedOnlyWhenAskedFor(t *testing.T) {
 	emit := func(r *Reconciler) []string {
 		for _, e := range [][2]string{{"Normal", plan.EventNewRevision}, {"Normal", plan.EventAdvanced},
-			{"Warning", plan.EventCheckFailed}, {"Warning", plan.EventAdvanced}, {"Normal", plan.EventSucceeded}} {
+			{"Warning", plan.EventCheckFailed}, {"Warning", plan.EventAdvanced}, {"Normal", plan.EventPromoting},
+			{"Normal", plan.EventSucceeded}} {
 			r.eventRecorder().Eventf(&sluicev1.Canary{}, nil, e[0], e[1], "Reconcile", "x")
 		}
 		return *r.Recorder.(*reasonLog)
@@ -35,7 +37,7 @@ func TestStepEventsArePostedOnlyWhenAskedFor(t *testing.T) {
 			t.Fatalf("default: posted %v, want %v", got, want)
 		}
 	}
-	if got := emit(&Reconciler{Recorder: &reasonLog{}, Options: Options{StepEvents: true}}); len(got) != 5 {
-		t.Fatalf("StepEvents: posted %v, want all 5", got)
+	if got := emit(&Reconciler{Recorder: &reasonLog{}, Options: Options{StepEvents: true}}); len(got) != 6 {
+		t.Fatalf("StepEvents: posted %v, want all 6", got)
 	}
 }

@@ -24,6 +24,13 @@ type GateRunner interface {
 // gatePoll is how soon to look again while a gate's call is in flight.
 const gatePoll = time.Second
 
+// gatePollFor is gatePoll for a Canary of spec, shorter than its interval: the requeue policy
+// (nextLook) keeps a retry of an idle-phase Canary only when it is shorter than an interval, and
+// nothing else wakes a Canary whose gate answer arrives (a confirm-rollout gate of a new revision).
+func gatePollFor(spec sluicev1.CanarySpec) time.Duration {
+	return min(gatePoll, plan.Interval(spec)/2)
+}
+
 // resolveGates polls the webhooks of every due gate type. A webhook whose answer for this round
 // status.webhooks already records is not called again (a restarted controller reads it there);
 // new final answers are returned to be recorded. It returns the resolved results, or

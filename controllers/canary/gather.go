@@ -30,7 +30,7 @@ func (r *Reconciler) gather(ctx context.Context, tick *reconcilekit.Tick, canary
 	if len(gatesDue) > 0 {
 		gates, answers, pending := r.resolveGates(canary, *o)
 		if pending {
-			return ctrl.Result{RequeueAfter: gatePoll}, true, nil
+			return ctrl.Result{RequeueAfter: gatePollFor(canary.Spec)}, true, nil
 		}
 		o.Gates, o.Answers = gates, answers
 	}

@@ -102,10 +102,18 @@ func refusedGates(c *sluicev1.Canary) string {
 }
 
 // unreadyCanary describes a run's canary below its ready threshold ("" when it is ready, or no
-// run is in flight): its weight stays 0 while the progress deadline runs.
+// run is in flight): its weight stays 0 while the progress deadline runs. Before the run's first
+// step (status.lastStepTime unset) the canary was just scaled up and its pods are starting: the
+// message leaves their count out, which would change as the Deployment controller sees the new
+// replicas and as each pod turns ready, each change another status write of every starting run.
+// A canary that lost its ready pods later in the run is described with the counts.
 func unreadyCanary(c *sluicev1.Canary, o plan.Observed) string {
 	if !runningPhases[c.Status.Phase] || !o.Canary.Exists || o.Canary.IsReady(plan.CanaryReadyThreshold(c.Spec)) {
 		return ""
+	}
+	if c.Status.LastStepTime == nil {
+		return fmt.Sprintf("the canary's pods are starting: no traffic to it until %d%% of them are ready, within the progress deadline (%s)",
+			plan.CanaryReadyThreshold(c.Spec), plan.ProgressDeadline(c.Spec))
 	}
 	return fmt.Sprintf("the canary has %d/%d ready pods, below its ready threshold %d%%: no traffic to it, waiting for it within the progress deadline (%s)",
 		o.Canary.Ready, o.Canary.Desired, plan.CanaryReadyThreshold(c.Spec), plan.ProgressDeadline(c.Spec))

@@ -48,12 +48,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, max
 		Owns(&appsv1.Deployment{}).
 		Owns(&appsv1.DaemonSet{}).
 		Owns(&corev1.Service{}).
-		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexTarget, func(o client.Object) string {
-			return o.GetName()
-		}))).
-		Watches(&appsv1.DaemonSet{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexTarget, func(o client.Object) string {
-			return o.GetName()
-		}))).
+		// Targets by index; a change of a target's status alone wakes only the Canaries that read
+		// it (targetwatch.go).
+		Watches(&appsv1.Deployment{}, r.targetHandler()).
+		Watches(&appsv1.DaemonSet{}, r.targetHandler()).
 		// Metadata only: a resourceVersion change is all a tracked config needs to start a run, and
 		// no Secret or ConfigMap contents are cached (see controllers/manager and configread).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexConfigs, func(o client.Object) string {

@@ -3,15 +3,18 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/scheme"
@@ -30,35 +33,73 @@ type tracker struct {
 	failed      map[client.ObjectKey]bool
 	// progressing and promoting: when the run of the new revision was first seen in that phase.
 	progressing, promoting map[client.ObjectKey]time.Time
+	// stepped: when the run was first seen with a canary weight above 0 (its first step).
+	stepped map[client.ObjectKey]time.Time
+	// baseGen: the generation of every target and primary Deployment when the release started;
+	// canaryReady and primaryRolled: when the target (the canary, scaled up by the run) was first
+	// seen ready at a later generation, and the primary rolled out at a later one (promoted). They
+	// split a run's time between the cluster (pods starting) and Sluice (reacting to it).
+	baseGen                    map[client.ObjectKey]int64
+	canaryReady, primaryRolled map[client.ObjectKey]time.Time
+	// watchEvents counts, while counting is set, the changes the manager's watches deliver, by
+	// kind and what changed (see watchEventKind): what wakes Canaries while they idle.
+	counting    bool
+	watchEvents map[string]int
 }
 
 // startTracker starts the informers and waits for them to sync. errors: a cache that cannot start.
 func startTracker(ctx context.Context, cfg *rest.Config) (*tracker, error) {
-	sel := labels.SelectorFromSet(labels.Set{labelBench: benchTarget})
-	c, err := cache.New(cfg, cache.Options{Scheme: scheme.New(),
-		ByObject: map[client.Object]cache.ByObject{&appsv1.Deployment{}: {Label: sel}}})
+	c, err := cache.New(cfg, cache.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, err
 	}
 	t := &tracker{cache: c, initialized: map[client.ObjectKey]time.Time{}, base: map[client.ObjectKey]string{},
 		done: map[client.ObjectKey]time.Time{}, failed: map[client.ObjectKey]bool{},
-		progressing: map[client.ObjectKey]time.Time{}, promoting: map[client.ObjectKey]time.Time{}}
+		progressing: map[client.ObjectKey]time.Time{}, promoting: map[client.ObjectKey]time.Time{},
+		stepped: map[client.ObjectKey]time.Time{}, baseGen: map[client.ObjectKey]int64{},
+		canaryReady: map[client.ObjectKey]time.Time{}, primaryRolled: map[client.ObjectKey]time.Time{}}
 	inf, err := c.GetInformer(ctx, &sluicev1.Canary{})
 	if err != nil {
 		return nil, err
 	}
-	if _, err := c.GetInformer(ctx, &appsv1.Deployment{}); err != nil {
+	deployments, err := c.GetInformer(ctx, &appsv1.Deployment{})
+	if err != nil {
 		return nil, err
 	}
 	observe := func(o any) {
-		if cn, ok := o.(*sluicev1.Canary); ok {
-			t.observe(cn, time.Now())
+		switch x := o.(type) {
+		case *sluicev1.Canary:
+			t.observe(x, time.Now())
+		case *appsv1.Deployment:
+			t.observeDeployment(x, time.Now())
 		}
 	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: observe, UpdateFunc: func(_, o any) { observe(o) },
-	}); err != nil {
-		return nil, err
+	for _, i := range []cache.Informer{inf, deployments} {
+		if _, err := i.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: observe, UpdateFunc: func(_, o any) { observe(o) },
+		}); err != nil {
+			return nil, err
+		}
+	}
+	t.watchEvents = map[string]int{}
+	// What else the canary controller watches: Services and HTTPRoutes (owned), ConfigMaps
+	// (tracked configs; Secrets are not used by the benchmark's applications).
+	others := []cache.Informer{inf, deployments}
+	for _, o := range []client.Object{&corev1.Service{}, &gwv1.HTTPRoute{}, &corev1.ConfigMap{}} {
+		i, err := c.GetInformer(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		others = append(others, i)
+	}
+	for _, i := range others {
+		if _, err := i.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o any) { t.countEvent("created", nil, o) },
+			UpdateFunc: func(old, o any) { t.countEvent("", old, o) },
+			DeleteFunc: func(o any) { t.countEvent("deleted", nil, o) },
+		}); err != nil {
+			return nil, err
+		}
 	}
 	go func() { _ = c.Start(ctx) }()
 	if !c.WaitForCacheSync(ctx) {
@@ -84,6 +125,9 @@ func (t *tracker) observe(c *sluicev1.Canary, now time.Time) {
 		if _, seen := t.progressing[key]; !seen {
 			t.progressing[key] = now
 		}
+		if _, seen := t.stepped[key]; !seen && st.CanaryWeight > 0 {
+			t.stepped[key] = now
+		}
 	case sluicev1.CanaryPhasePromoting:
 		if _, seen := t.promoting[key]; !seen {
 			t.promoting[key] = now
@@ -93,6 +137,95 @@ func (t *tracker) observe(c *sluicev1.Canary, now time.Time) {
 	case sluicev1.CanaryPhaseFailed:
 		t.done[key], t.failed[key] = now, true
 	}
+}
+
+// countEvent counts a watch event while counting: "KIND NAME-ROLE WHAT" where WHAT is created,
+// deleted, spec (the generation moved), status/data (a Deployment's status, a ConfigMap's data) or metadata.
+func (t *tracker) countEvent(what string, old, o any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.counting {
+		return
+	}
+	obj, ok := o.(client.Object)
+	if !ok {
+		if tomb, isTomb := o.(toolscache.DeletedFinalStateUnknown); isTomb {
+			obj, ok = tomb.Obj.(client.Object)
+		}
+		if !ok {
+			return
+		}
+	}
+	kind := fmt.Sprintf("%T", obj)
+	kind = kind[strings.LastIndex(kind, ".")+1:]
+	if kind == "Deployment" {
+		kind = "Deployment (target)"
+		if strings.HasSuffix(obj.GetName(), primarySuffix) {
+			kind = "Deployment (primary)"
+		}
+	}
+	if what == "" {
+		what = "metadata"
+		prev, _ := old.(client.Object)
+		switch {
+		case prev != nil && prev.GetGeneration() != obj.GetGeneration():
+			what = "spec"
+		case prev != nil && prev.GetResourceVersion() != obj.GetResourceVersion() && equalMeta(prev, obj):
+			what = "status/data"
+		}
+	}
+	t.watchEvents[kind+" "+what]++
+}
+
+// equalMeta reports whether two versions of an object carry the same labels, annotations,
+// owners and finalizers (a change between them is then in the status, or the data).
+func equalMeta(a, b client.Object) bool {
+	return fmt.Sprint(a.GetLabels(), a.GetAnnotations(), a.GetOwnerReferences(), a.GetFinalizers()) ==
+		fmt.Sprint(b.GetLabels(), b.GetAnnotations(), b.GetOwnerReferences(), b.GetFinalizers())
+}
+
+// countWatchEvents starts (on) or stops counting watch events and returns the counts so far.
+func (t *tracker) countWatchEvents(on bool) map[string]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := t.watchEvents
+	t.counting, t.watchEvents = on, map[string]int{}
+	return out
+}
+
+// observeDeployment records when a released target (the canary) is first ready, and a primary
+// first rolled out, at a generation later than the release's start.
+func (t *tracker) observeDeployment(d *appsv1.Deployment, now time.Time) {
+	key := client.ObjectKeyFromObject(d)
+	app, isPrimary := key, strings.HasSuffix(key.Name, primarySuffix)
+	if isPrimary {
+		app.Name = strings.TrimSuffix(key.Name, primarySuffix)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, releasing := t.base[app]; !releasing {
+		return
+	}
+	if base, ok := t.baseGen[key]; !ok || d.Generation <= base || !rolledOut(d) {
+		return
+	}
+	seen := t.canaryReady
+	if isPrimary {
+		seen = t.primaryRolled
+	}
+	if _, ok := seen[app]; !ok {
+		seen[app] = now
+	}
+}
+
+// primarySuffix names the primary Deployment of a target.
+const primarySuffix = "-primary"
+
+// rolledOut: every desired replica runs the current template and is ready, and no other is left.
+func rolledOut(d *appsv1.Deployment) bool {
+	want := ptr.Deref(d.Spec.Replicas, 1)
+	s := d.Status
+	return want > 0 && s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.Replicas == want && s.ReadyReplicas == want
 }
 
 // initializedCount counts the Canaries that showed Initialized, and returns the times.
@@ -117,6 +250,13 @@ func (t *tracker) startRelease(ctx context.Context, as []app) error {
 			return err
 		}
 		t.base[a.key()] = c.Status.LastPromotedSpec
+		for _, name := range []string{a.name, a.name + primarySuffix} {
+			d := &appsv1.Deployment{}
+			if err := t.cache.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: name}, d); err != nil {
+				return err
+			}
+			t.baseGen[client.ObjectKeyFromObject(d)] = d.Generation
+		}
 	}
 	return nil
 }
@@ -152,7 +292,7 @@ func (t *tracker) phases(ctx context.Context) map[sluicev1.CanaryPhase]int {
 // targetsReady counts the target Deployments whose pods are all available at their generation.
 func (t *tracker) targetsReady(ctx context.Context) int {
 	list := &appsv1.DeploymentList{}
-	if err := t.cache.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+	if err := t.cache.List(ctx, list, client.MatchingLabels{labelBench: benchTarget}, client.UnsafeDisableDeepCopy); err != nil {
 		return 0
 	}
 	n := 0
@@ -174,4 +314,12 @@ func (t *tracker) phaseTimes(a app) (progressing, promoting time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.progressing[a.key()], t.promoting[a.key()]
+}
+
+// clusterTimes returns when a's canary was first ready, its run took its first step, and its
+// primary rolled out the promoted revision (zero when not seen).
+func (t *tracker) clusterTimes(a app) (canaryReady, stepped, primaryRolled time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.canaryReady[a.key()], t.stepped[a.key()], t.primaryRolled[a.key()]
 }

@@ -56,10 +56,16 @@ func release(ctx context.Context, c config, k client.Client, tr *tracker, m *man
 		}
 		at := changed[a.key()]
 		r.runs = append(r.runs, end.Sub(at))
-		if progressing, promoting := tr.phaseTimes(a); !progressing.IsZero() && !promoting.IsZero() {
+		progressing, promoting := tr.phaseTimes(a)
+		if !progressing.IsZero() && !promoting.IsZero() {
 			r.toProgressing = append(r.toProgressing, progressing.Sub(at))
 			r.steps = append(r.steps, promoting.Sub(progressing))
 			r.promotions = append(r.promotions, end.Sub(promoting))
+		}
+		if canaryReady, stepped, rolled := tr.clusterTimes(a); !progressing.IsZero() && !canaryReady.IsZero() && !stepped.IsZero() &&
+			!promoting.IsZero() && !rolled.IsZero() {
+			r.split.add(progressing.Sub(at), canaryReady.Sub(progressing), stepped.Sub(canaryReady), promoting.Sub(stepped),
+				rolled.Sub(promoting), end.Sub(rolled))
 		}
 	}
 	_, r.runsFailed = tr.ended()

@@ -109,6 +109,10 @@ type report struct {
 	idleCPU        time.Duration
 	idleRequests   requests
 	idleReconciles float64
+	// idleReconcilesByResult: the idle reconciles by controller-runtime's result label.
+	idleReconcilesByResult map[string]float64
+	// idleWatchEvents: the changes the manager's watches saw while idle (see tracker.countEvent).
+	idleWatchEvents map[string]int
 
 	releasePatched, releaseWall   time.Duration
 	releaseCPU                    time.Duration
@@ -116,6 +120,7 @@ type report struct {
 	runs                          []time.Duration
 	toProgressing, steps          []time.Duration // target change → Progressing → Promoting
 	promotions                    []time.Duration // Promoting → Succeeded
+	split                         runSplit
 	initFailures, releaseFailures requests
 	runsFailed                    int
 	releaseRequests               requests
@@ -147,7 +152,8 @@ func (r *report) print(w io.Writer) {
 	idleS := r.idleWall.Seconds()
 	row("idle API requests/s", "%.3f (%s); leader election %.2f/s apart", r.idleRequests.canaryTotal()/idleS,
 		r.idleRequests.line(idleS, "%.3f/s"), (r.idleRequests.total()-r.idleRequests.canaryTotal())/idleS)
-	row("idle reconciles/s", "%.2f", r.idleReconciles/idleS)
+	row("idle reconciles/s", "%.2f (by result: %s); what the watches saw meanwhile: %s", r.idleReconciles/idleS,
+		requests(r.idleReconcilesByResult).line(1, "%.0f"), watchLine(r.idleWatchEvents))
 	row("idle CPU of the manager", "%.2f %% of a core", 100*r.idleCPU.Seconds()/idleS)
 	perCanary := float64(r.rssIdle-r.rssEmpty) / n
 	row("manager RSS", "%s empty cluster, %s with the workloads, %s peak while initializing, %s idle with N Canaries, %s peak during the release",
@@ -164,6 +170,9 @@ func (r *report) print(w io.Writer) {
 		med3, _, _ := quantiles(r.promotions)
 		row("where a run's time goes (medians)", "target change → Progressing %s; Progressing → Promoting (%d steps and checks) %s; Promoting → Succeeded %s",
 			secs(med1), steps, secs(med2), secs(med3))
+		if len(r.split[0]) > 0 {
+			row("a run's time, cluster and Sluice apart (medians of the runs seen at every point)", "%s", r.split.String())
+		}
 		row("API requests per rollout", "%.1f (%s)", r.releaseRequests.canaryTotal()/n, r.releaseRequests.line(n, "%.1f"))
 		row("events per rollout", "emitted %.1f, written %.1f, found in the apiserver %.1f (%s); rejected %.0f, retried %.0f",
 			r.eventsEmitted/n, r.eventsWritten/n, float64(r.eventsStored)/n, reasons(r.eventsByReason, n), r.eventsRejected, r.eventsRetried)
@@ -222,6 +231,53 @@ func reasons(m map[string]int, n float64) string {
 	var parts []string
 	for _, k := range keys {
 		parts = append(parts, fmt.Sprintf("%s %.2f", k, float64(m[k])/n))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// runSplit holds, per run, the time of each segment of a run in the order of splitNames: what the
+// cluster takes (pods starting, the primary rolling) apart from what Sluice takes (reacting to a
+// target change and to ready pods, its interval × steps).
+type runSplit [6][]time.Duration
+
+var splitNames = [6]string{
+	"target change → Progressing (Sluice)",
+	"Progressing → canary ready (cluster: the canary's pods start)",
+	"canary ready → first step (Sluice)",
+	"first step → Promoting (the checks: interval × steps)",
+	"Promoting → primary rolled out (cluster)",
+	"primary rolled out → Succeeded (Sluice)",
+}
+
+func (s *runSplit) add(segments ...time.Duration) {
+	for i, d := range segments {
+		s[i] = append(s[i], d)
+	}
+}
+
+func (s *runSplit) String() string {
+	parts := make([]string, 0, len(s))
+	for i, ds := range s {
+		med, _, _ := quantiles(ds)
+		parts = append(parts, fmt.Sprintf("%s %s", splitNames[i], secs(med)))
+	}
+	return fmt.Sprintf("%s (%d runs)", strings.Join(parts, "; "), len(s[0]))
+}
+
+// watchLine renders watch event counts, most frequent first ("none" when empty).
+func watchLine(m map[string]int) string {
+	keys := slices.SortedFunc(maps.Keys(m), func(a, b string) int {
+		if m[a] != m[b] {
+			return m[b] - m[a]
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	if len(parts) == 0 {
+		return "no change"
 	}
 	return strings.Join(parts, ", ")
 }

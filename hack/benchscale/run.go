@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -91,7 +92,7 @@ func run(ctx context.Context, c config) (err error) {
 	if err := initialize(ctx, c, k, tr, m, sampler, as, r); err != nil {
 		return err
 	}
-	if err := measureIdle(ctx, c, m, sampler, r); err != nil {
+	if err := measureIdle(ctx, c, m, tr, sampler, r); err != nil {
 		return err
 	}
 	if c.rollout {
@@ -174,8 +175,10 @@ func initialize(ctx context.Context, c config, k client.Client, tr *tracker, m *
 }
 
 // measureIdle measures the manager while nothing changes.
-func measureIdle(ctx context.Context, c config, m *managerproc.Proc, s *sampler, r *report) error {
+func measureIdle(ctx context.Context, c config, m *managerproc.Proc, tr *tracker, s *sampler, r *report) error {
 	say("idle for %s", c.idle)
+	tr.countWatchEvents(true)
+	defer func() { r.idleWatchEvents = tr.countWatchEvents(false) }()
 	before, err := m.Scrape()
 	if err != nil {
 		return err
@@ -203,6 +206,15 @@ func measureIdle(ctx context.Context, c config, m *managerproc.Proc, s *sampler,
 	r.idleRequests = delta(before, after)
 	r.idleReconciles = after.Sum("controller_runtime_reconcile_total", "controller", "canary") -
 		before.Sum("controller_runtime_reconcile_total", "controller", "canary")
+	// By result: "requeue_after" ticks asked for a later look (a timer), "success" ones did not (a
+	// watch event woke them).
+	r.idleReconcilesByResult = map[string]float64{}
+	was := before.ByLabels("controller_runtime_reconcile_total", "controller", "result")
+	for k, v := range after.ByLabels("controller_runtime_reconcile_total", "controller", "result") {
+		if result, ok := strings.CutPrefix(k, "canary "); ok && v > was[k] {
+			r.idleReconcilesByResult[result] = v - was[k]
+		}
+	}
 	r.rssIdle = p1.RSSBytes
 	r.heapIdle = after.Sum("go_memstats_heap_inuse_bytes")
 	return m.Alive()

@@ -30,7 +30,7 @@ func IsAB(spec sluicev1.CanarySpec) bool {
 // ABRouted reports whether, by status s, an A/B run routes the requests matching
 // spec.analysis.match to the canary: from the first step of the run (taken once the canary is
 // ready and the pre-rollout webhooks passed) while it is Progressing, WaitingPromotion or
-// Promoting, until the promoted primary takes over (Finalising). The first step of an A/B run
+// Promoting, until the promoted primary takes over (the run ends). The first step of an A/B run
 // sets status.preRolloutPassed (also without pre-rollout webhooks: the gate before the first
 // traffic passed), which is how the status remembers it; a new run resets it.
 func ABRouted(spec sluicev1.CanarySpec, s sluicev1.CanaryStatus) bool {

@@ -252,9 +252,9 @@ func TestABDecideTable(t *testing.T) {
 		{"promote request keeps the A/B routing while the primary is updated", func(o *Observed) {
 			o.Requests = map[string]string{sluicev1.AnnotationPromote: "now"}
 		}, sluicev1.CanaryPhasePromoting, []Action{ActionPromotePrimary}, EventPromoting},
-		{"promoted primary ready: A/B routing off, Finalising", func(o *Observed) {
+		{"promoted primary ready: A/B routing off, traffic on the primary, canary down, Succeeded", func(o *Observed) {
 			o.Status.Phase, o.Status.Iterations, o.Primary.Revision = sluicev1.CanaryPhasePromoting, 5, "rev-2"
-		}, sluicev1.CanaryPhaseFinalising, []Action{ActionABRoutesOff, ActionSetWeights}, EventFinalising},
+		}, sluicev1.CanaryPhaseSucceeded, []Action{ActionABRoutesOff, ActionSetWeights, ActionScaleCanaryDown}, EventSucceeded},
 		{"progress deadline rolls back", func(o *Observed) {
 			o.Status.LastProgressTime = stamp(now.Add(-time.Hour))
 		}, sluicev1.CanaryPhaseFailed, []Action{ActionABRoutesOff, ActionSetWeights, ActionScaleCanaryDown}, EventRollback},

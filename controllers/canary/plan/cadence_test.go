@@ -48,3 +48,33 @@ func TestStepStampKeepsTheCadence(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstStepCountsThePodStart: the first step of a run, taken once the canary's pods are ready,
+// is recorded at the run's start, so the pods' start counts toward the first interval; never more
+// than half an interval before the step (the first weight gets that much traffic before its
+// check), and a first step an interval or more after the run's start is recorded when taken.
+func TestFirstStepCountsThePodStart(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	spec := sluicev1.CanarySpec{Analysis: sluicev1.CanaryAnalysis{Interval: "10s"}}
+	for _, tc := range []struct {
+		name  string
+		after time.Duration // the first step, after the run's start
+		want  time.Duration // recorded at, after the run's start
+	}{
+		{"pods ready in 3 s: the run's start", 3 * time.Second, 0},
+		{"pods ready in 5 s: the run's start, half an interval ago", 5 * time.Second, 0},
+		{"pods ready in 8 s: half an interval ago", 8 * time.Second, 3 * time.Second},
+		{"an interval after the start (a hold): now", 10 * time.Second, 10 * time.Second},
+		{"long after the start: now", time.Minute, time.Minute},
+	} {
+		o := Observed{Spec: spec, Now: t0.Add(tc.after)}
+		o.Status.RunStartTime = stamp(t0)
+		got := stepStamp(o).Time
+		if want := t0.Add(tc.want); !got.Equal(want) {
+			t.Errorf("%s: recorded %s after the start, want %s", tc.name, got.Sub(t0), tc.want)
+		}
+		if due := got.Add(10 * time.Second); due.Sub(o.Now) < 5*time.Second {
+			t.Errorf("%s: the first check is due %s after the first weight, less than half an interval", tc.name, due.Sub(o.Now))
+		}
+	}
+}

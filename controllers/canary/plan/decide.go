@@ -17,7 +17,6 @@ const (
 	EventCheckFailed    = "CheckFailed"
 	EventRollback       = "RolledBack"
 	EventPromoting      = "Promoting"
-	EventFinalising     = "Finalising"
 	EventSucceeded      = "Succeeded"
 	EventWeightsDrift   = "WeightsRestored"
 	EventDeadline       = "ProgressDeadlineExceeded"
@@ -62,7 +61,26 @@ func Decide(o Observed) Decision {
 	syncABRoutes(o, &d)
 	syncExtras(o, &d)
 	scaleDownLast(&d)
+	lookWhenDue(o, &d)
 	return d
+}
+
+// lookWhenDue looks again when the next check is due: an interval after the step or check this
+// decision recorded, which a late tick (and a run's first step, see stepStamp) records earlier
+// than now. Looking an interval from now instead would carry that delay into every later step.
+func lookWhenDue(o Observed, d *Decision) {
+	switch d.Status.Phase {
+	case sluicev1.CanaryPhaseProgressing, sluicev1.CanaryPhaseWaitingPromotion, sluicev1.CanaryPhasePromoting:
+	default:
+		return // no check to come
+	}
+	last := d.Status.LastStepTime
+	if last == nil || last.Equal(o.Status.LastStepTime) || d.RequeueAfter <= 0 {
+		return
+	}
+	if wait := last.Add(Interval(o.Spec)).Sub(o.Now); wait > 0 && wait < d.RequeueAfter {
+		d.RequeueAfter = wait
+	}
 }
 
 // scaleDownLast moves the canary's scale-down after every other action, so it runs only once the

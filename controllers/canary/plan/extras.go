@@ -41,7 +41,7 @@ func MirrorWanted(spec sluicev1.CanarySpec, s sluicev1.CanaryStatus) int32 {
 
 // AffinityCookie is the session-affinity cookie a weighted run hands out by status s (see
 // providers.AffinityCookie): from its first weight above 0 until traffic is back on the primary
-// (Finalising) or the run is rolled back; "" otherwise.
+// (the run ends) or the run is rolled back; "" otherwise.
 func AffinityCookie(spec sluicev1.CanarySpec, s sluicev1.CanaryStatus) string {
 	a := spec.Analysis.SessionAffinity
 	if a == nil || countsPassingChecks(spec) || s.CanaryWeight == 0 {

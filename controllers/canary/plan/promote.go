@@ -21,8 +21,8 @@ func startPromotion(o Observed, d *Decision) {
 	d.normal(EventPromoting, fmt.Sprintf("Copying revision %s to the primary", d.Status.LastAppliedSpec))
 }
 
-// promote waits for the promoted primary, then shifts traffic back to it (an A/B run's routing
-// goes off with the move to Finalising; see syncABRoutes). With stepWeightPromotion the canary
+// promote waits for the promoted primary, then shifts traffic back to it and ends the run (an A/B
+// run's routing goes off with the move to Succeeded; see syncABRoutes). With stepWeightPromotion the canary
 // keeps a share for a few intervals: checks keep running on it, and the threshold and the
 // deadline apply (a rollback then restores the primary).
 func promote(o Observed, d *Decision) {
@@ -88,9 +88,12 @@ func promote(o Observed, d *Decision) {
 		d.RequeueAfter = Interval(o.Spec)
 		return
 	}
-	d.setPhase(sluicev1.CanaryPhaseFinalising, o.Now)
-	d.RequeueAfter = time.Millisecond
-	d.normal(EventFinalising, "All traffic on the promoted primary; scaling the canary down")
+	// All traffic on the promoted primary: the run ends in this tick. The route write comes
+	// before the canary's scale-down (scaleDownLast), which reads the route back first and leaves
+	// the canary to the next (idle) tick while the route still sends it traffic; the status is
+	// written last, as for every forward move: a lost Succeeded is this decision again (the
+	// primary runs the revision, the route is at 0).
+	finalise(o, d)
 }
 
 // newRevisionAfterPromotion handles a new target revision once the primary already runs the
@@ -125,10 +128,12 @@ func promotionAnalysisDue(o Observed) bool {
 	return !o.Now.Before(o.Status.LastStepTime.Add(Interval(o.Spec)))
 }
 
-// finalise scales the canary down and records the promotion.
+// finalise scales the canary down and records the promotion: the end of a run whose traffic is
+// all on the promoted primary (promote), or of one that passed through Finalising (a new revision
+// during the promotion, see newRevisionAfterPromotion).
 func finalise(o Observed, d *Decision) {
 	d.do(ActionScaleCanaryDown)
 	d.Status.LastPromotedSpec = o.Status.LastAppliedSpec
 	d.setPhase(sluicev1.CanaryPhaseSucceeded, o.Now)
-	d.normal(EventSucceeded, fmt.Sprintf("Promotion of %s completed", o.Status.LastAppliedSpec))
+	d.normal(EventSucceeded, fmt.Sprintf("Promotion of %s completed: all traffic on the primary, scaling the canary down", o.Status.LastAppliedSpec))
 }

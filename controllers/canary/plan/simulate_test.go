@@ -164,8 +164,9 @@ func (w *world) tick(t *testing.T) Decision {
 				(d.Status.CanaryWeight != 100 || d.Status.Phase != sluicev1.CanaryPhasePromoting) {
 				t.Fatalf("weight %d in phase %s of a blue/green run: only 0, or 100 once promotion starts", d.Status.CanaryWeight, d.Status.Phase)
 			}
-			if d.Status.CanaryWeight == 0 && w.routeWeight > 0 && d.Status.Phase == sluicev1.CanaryPhaseFinalising &&
-				w.primaryReplicas < w.canaryReplicas {
+			promotionEnds := before.Phase == sluicev1.CanaryPhasePromoting &&
+				(d.Status.Phase == sluicev1.CanaryPhaseFinalising || d.Status.Phase == sluicev1.CanaryPhaseSucceeded)
+			if d.Status.CanaryWeight == 0 && w.routeWeight > 0 && promotionEnds && w.primaryReplicas < w.canaryReplicas {
 				t.Fatalf("all traffic shifted to a primary with %d ready replicas from a canary with %d", w.primaryReplicas, w.canaryReplicas)
 			}
 			if w.routeWeight != d.Status.CanaryWeight {
