@@ -52,7 +52,7 @@ func Decide(o Observed) Decision {
 		case sluicev1.CanaryPhasePromoting:
 			promote(o, &d)
 		case sluicev1.CanaryPhaseFinalising:
-			finalise(o, &d)
+			finaliseWhenRolledOut(o, &d)
 		default:
 			// Terminating/Terminated are handled by the controller's deletion path.
 		}

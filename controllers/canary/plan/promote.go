@@ -99,16 +99,44 @@ func promote(o Observed, d *Decision) {
 // newRevisionAfterPromotion handles a new target revision once the primary already runs the
 // run's (analysed) one: the canary's pods are rolling to a revision no check has judged, so every
 // request leaves the canary in this tick (weight 0, A/B rules and mirroring off with the phase) —
-// to the primary, which serves the analysed revision — and the promotion completes. The new
-// revision then starts its own run from weight 0.
+// to the primary, which serves the analysed revision. The primary may not be ready for that load
+// yet: it is scaled at once to the canary's ready replicas (as primaryCanTakeOver does before a
+// normal takeover), and the run ends (Finalising, then Succeeded) only once the primary has rolled
+// out the promoted revision (finaliseWhenRolledOut). The new revision then starts its own run
+// from weight 0.
 func newRevisionAfterPromotion(o Observed, d *Decision) {
+	if o.Primary.Desired < o.Canary.Ready {
+		d.scalePrimary(o.Canary.Ready) // first: its pods start before the traffic moves
+		d.normal(EventPrimaryScaled, fmt.Sprintf("Scaling the primary to %d replicas, as many as the canary served with: it takes all traffic now",
+			o.Canary.Ready))
+	}
 	d.setWeight(0)
 	d.Status.LastStepTime = stamp(o.Now)
 	d.Status.LastProgressTime = stamp(o.Now)
 	d.setPhase(sluicev1.CanaryPhaseFinalising, o.Now)
 	d.RequeueAfter = time.Millisecond
-	d.warning(EventRestarted, fmt.Sprintf("New revision %s while promoting %s: all traffic to the primary, which runs %s; the promotion completes, then %s starts its own run",
+	d.warning(EventRestarted, fmt.Sprintf("New revision %s while promoting %s: all traffic to the primary, which runs %s; the promotion completes once the primary has rolled out, then %s starts its own run",
 		o.Revision, o.Status.LastAppliedSpec, o.Status.LastAppliedSpec, o.Revision))
+}
+
+// finaliseWhenRolledOut ends a run that left the canary through Finalising (a new revision
+// during the promotion) once the primary has rolled out the promoted revision: Succeeded must not
+// be said while the primary still serves pods of an older one. Past the progress deadline the run
+// is rolled back, naming the primary's rollout.
+func finaliseWhenRolledOut(o Observed, d *Decision) {
+	p := o.Primary
+	if p.Revision == o.Status.LastAppliedSpec && p.IsReady(PrimaryReadyThreshold(o.Spec)) {
+		finalise(o, d)
+		return
+	}
+	if deadlinePassed(o) {
+		reason := fmt.Sprintf("the primary did not roll out %s within %s (progressDeadlineSeconds): %d of %d replicas updated, %d ready",
+			o.Status.LastAppliedSpec, ProgressDeadline(o.Spec), p.Updated, p.Desired, p.Ready)
+		d.warning(EventDeadline, "Promotion not completed: "+reason)
+		rollback(o, d, reason)
+		return
+	}
+	d.RequeueAfter = PollInterval
 }
 
 // promotionChecks reports whether a promotion steps its weight back to the primary over several

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 )
 
@@ -57,5 +59,71 @@ func TestNewRevisionWhilePromotingLeavesTheCanaryAtOnce(t *testing.T) {
 					w.status.LastPromotedSpec, w.status.LastAppliedSpec, w.primaryRevision, strings.Join(w.log, "\n"))
 			}
 		})
+	}
+}
+
+// TestNewRevisionWhilePromotingScalesThePrimaryAndWaitsForItsRollout (findings16b F10): an
+// autoscaler scaled the canary to 6 while the primary ran 2; a new revision arrives while the
+// promoted primary is still rolling out. All traffic leaves the canary in that tick (the new
+// revision is unanalysed), the same tick scales the primary to the canary's 6 ready replicas
+// (before the traffic moves), and the run says Succeeded only once the primary has rolled out;
+// then the new revision gets its own run.
+func TestNewRevisionWhilePromotingScalesThePrimaryAndWaitsForItsRollout(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec sluicev1.CanarySpec
+	}{{"weighted", seedSpec()}, {"blue/green", blueGreenSpec()}} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(tc.spec)
+			w.analysis = passing
+			w.initialized(t)
+			w.targetRevision = "rev-2"
+			w.runUntil(t, 60, sluicev1.CanaryPhaseProgressing)
+			w.canaryReplicas = 6 // the canary's autoscaler under load
+			w.runUntil(t, 60, sluicev1.CanaryPhasePromoting)
+			for i := 0; i < 5 && w.primaryRevision != "rev-2"; i++ {
+				w.tick(t)
+			}
+			w.primaryRolling = true
+			w.targetRevision = "rev-3"
+			d := w.tick(t)
+			if w.routeWeight != 0 || !d.Has(ActionScalePrimaryUp) || d.PrimaryReplicas != 6 || !hasReason(d.Events, EventPrimaryScaled) {
+				t.Fatalf("the tick that saw rev-3: route %d, actions %v, primary replicas %d, events %v; want weight 0 and the primary scaled to 6",
+					w.routeWeight, d.Actions, d.PrimaryReplicas, d.Events)
+			}
+			for i := 0; i < 10; i++ {
+				w.tick(t)
+				if w.status.Phase != sluicev1.CanaryPhaseFinalising {
+					t.Fatalf("phase %s while the primary still rolls out rev-2, want Finalising\n%s", w.status.Phase, strings.Join(w.log, "\n"))
+				}
+			}
+			w.primaryRolling = false
+			w.runUntil(t, 20, sluicev1.CanaryPhaseProgressing)
+			if w.status.LastPromotedSpec != "rev-2" || w.status.LastAppliedSpec != "rev-3" {
+				t.Fatalf("promoted %s, applied %s: want rev-2 promoted and a run for rev-3\n%s", w.status.LastPromotedSpec, w.status.LastAppliedSpec, strings.Join(w.log, "\n"))
+			}
+		})
+	}
+}
+
+// TestFinalisingPastTheDeadlineRollsBack: a primary that never finishes rolling out the promoted
+// revision after a new revision ended the promotion early does not leave the run Finalising for
+// ever, nor say Succeeded: past the progress deadline the run is rolled back, naming the rollout.
+func TestFinalisingPastTheDeadlineRollsBack(t *testing.T) {
+	spec := seedSpec()
+	spec.ProgressDeadlineSeconds = ptr.To[int32](120)
+	w := newWorld(spec)
+	w.analysis = passing
+	w.initialized(t)
+	w.targetRevision = "rev-2"
+	w.runUntil(t, 60, sluicev1.CanaryPhasePromoting)
+	for i := 0; i < 5 && w.primaryRevision != "rev-2"; i++ {
+		w.tick(t)
+	}
+	w.primaryRolling = true
+	w.targetRevision = "rev-3"
+	w.runUntil(t, 200, sluicev1.CanaryPhaseFailed)
+	if !strings.Contains(strings.Join(w.log, "\n"), "the primary did not roll out rev-2 within") {
+		t.Fatalf("the rollback does not name the primary's rollout\n%s", strings.Join(w.log, "\n"))
 	}
 }
