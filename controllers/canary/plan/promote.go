@@ -51,6 +51,7 @@ func promote(o Observed, d *Decision) {
 		rollback(o, d, "progress deadline exceeded during promotion"+endpointsLag(o))
 		return
 	}
+	leaveUnreadyCanary(o, d)
 	if !promoted {
 		d.do(ActionPromotePrimary)
 		d.RequeueAfter = PollInterval
@@ -94,6 +95,22 @@ func promote(o Observed, d *Decision) {
 	// written last, as for every forward move: a lost Succeeded is this decision again (the
 	// primary runs the revision, the route is at 0).
 	finalise(o, d)
+}
+
+// leaveUnreadyCanary sends all traffic to the primary while it is still being promoted when the
+// canary carrying it fell below its ready threshold (pods evicted, a node drained) and the primary
+// has at least as many ready pods: never route to a backend that lost its pods while another
+// serves. The primary's ready pods run the promoted revision or the one promoted before it, both
+// analysed. Once the primary has rolled out, promote's own takeover handles an unready canary.
+func leaveUnreadyCanary(o Observed, d *Decision) {
+	c, p := o.Canary, o.Primary
+	if o.Status.CanaryWeight == 0 || c.IsReady(CanaryReadyThreshold(o.Spec)) || p.IsReady(PrimaryReadyThreshold(o.Spec)) ||
+		p.Ready < max(c.Ready, 1) {
+		return
+	}
+	d.setWeight(0)
+	d.warning(EventCanaryUnready, fmt.Sprintf("Canary has %d/%d ready pods during the promotion: all traffic to the primary (%d ready) while it rolls out",
+		c.Ready, c.Desired, p.Ready))
 }
 
 // newRevisionAfterPromotion handles a new target revision once the primary already runs the

@@ -127,3 +127,32 @@ func TestFinalisingPastTheDeadlineRollsBack(t *testing.T) {
 		t.Fatalf("the rollback does not name the primary's rollout\n%s", strings.Join(w.log, "\n"))
 	}
 }
+
+// TestCanaryLosingItsPodsWhilePromotingLeavesIt (findings16b F9): the canary carries all traffic
+// of a blue/green switch while the primary rolls out; its pods go away (eviction, a drained
+// node). The primary has ready pods, so all traffic goes to it in that tick (CanaryUnready), and
+// the promotion still completes once the primary has rolled out.
+func TestCanaryLosingItsPodsWhilePromotingLeavesIt(t *testing.T) {
+	w := newWorld(blueGreenSpec())
+	w.analysis = passing
+	w.initialized(t)
+	w.targetRevision = "rev-2"
+	w.runUntil(t, 60, sluicev1.CanaryPhasePromoting)
+	w.primaryRolling = true
+	for i := 0; i < 5 && w.primaryRevision != "rev-2"; i++ {
+		w.tick(t)
+	}
+	if w.routeWeight != 100 {
+		t.Fatalf("route weight %d while promoting a blue/green run, want 100", w.routeWeight)
+	}
+	w.canaryNeverReady = true
+	d := w.tick(t)
+	if w.routeWeight != 0 || !hasReason(d.Events, EventCanaryUnready) {
+		t.Fatalf("canary without ready pods while Promoting: route weight %d, events %v; want all traffic on the primary", w.routeWeight, d.Events)
+	}
+	w.primaryRolling = false
+	w.runUntil(t, 20, sluicev1.CanaryPhaseSucceeded)
+	if w.status.LastPromotedSpec != "rev-2" {
+		t.Fatalf("promoted %s, want rev-2", w.status.LastPromotedSpec)
+	}
+}
