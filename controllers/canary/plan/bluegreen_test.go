@@ -2,6 +2,7 @@ package plan
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
@@ -187,4 +188,60 @@ func TestBlueGreenPrimaryScaledBeforeTakeOver(t *testing.T) {
 	if !scaled || w.primaryReplicas != 6 || w.status.Phase != sluicev1.CanaryPhaseSucceeded {
 		t.Fatalf("primary scaled %v to %d, phase %s", scaled, w.primaryReplicas, w.status.Phase)
 	}
+}
+
+// TestBlueGreenCanaryWeightFoundMidIterationsIsPutBack (findings16b F13): during the analysed
+// iterations of a blue/green run the route (or, with provider kubernetes, the apex Service)
+// is found sending everything to the canary, as after a GitOps tool re-applied the Service with
+// its original selector. That is never a lost step of Sluice's own (a blue/green run only moves
+// traffic with the promotion): the route is put back to 0 in the same tick with a WeightsRestored
+// warning, the status stays at 0, and the iterations go on at 0, whether the checks then pass
+// (promotion after the remaining iterations) or fail (rollback, the canary never carried traffic
+// by Sluice's decision).
+func TestBlueGreenCanaryWeightFoundMidIterationsIsPutBack(t *testing.T) {
+	for _, failing := range []bool{false, true} {
+		w := newWorld(blueGreenSpec())
+		checks := 0
+		if failing {
+			w.analysis = func(w *world) Check { checks++; return failingFrom(0)(w) }
+		} else {
+			w.analysis = func(w *world) Check { checks++; return passing(w) }
+		}
+		w.initialized(t)
+		w.targetRevision = "rev-2"
+		for i := 0; i < 20 && checks < 1; i++ {
+			w.tick(t)
+		}
+		if w.status.Phase != sluicev1.CanaryPhaseProgressing || w.routeWeight != 0 {
+			t.Fatalf("after the first check: %s at route weight %d", w.status.Phase, w.routeWeight)
+		}
+		w.routeWeight = 100 // the Service re-applied as it is in Git: it selects the canary's pods
+		d := w.tick(t)
+		if hasReason(d.Events, EventWriteRecovered) || !hasReason(d.Events, EventWeightsDrift) {
+			t.Fatalf("failing=%t: canary weight 100 mid-iterations gave events %v, want WeightsRestored and no LostWriteRecovered", failing, d.Events)
+		}
+		if w.routeWeight != 0 || w.status.CanaryWeight != 0 {
+			t.Fatalf("failing=%t: route %d, status weight %d after the tick; want both 0", failing, w.routeWeight, w.status.CanaryWeight)
+		}
+		want := sluicev1.CanaryPhaseSucceeded
+		if failing {
+			want = sluicev1.CanaryPhaseFailed
+		}
+		for i := 0; i < 80 && w.status.Phase != want; i++ {
+			w.tick(t)
+			if w.status.Phase == sluicev1.CanaryPhaseProgressing && w.routeWeight != 0 {
+				t.Fatalf("failing=%t: route weight %d during the iterations\n%s", failing, w.routeWeight, strings.Join(w.log, "\n"))
+			}
+		}
+		if w.status.Phase != want {
+			t.Fatalf("failing=%t: phase %s, want %s\n%s", failing, w.status.Phase, want, strings.Join(w.log, "\n"))
+		}
+		if !failing && w.status.Iterations != 4 {
+			t.Fatalf("promoted after %d iterations, want 4", w.status.Iterations)
+		}
+	}
+}
+
+func hasReason(events []planevent.Event, reason string) bool {
+	return slices.ContainsFunc(events, func(e planevent.Event) bool { return e.Reason == reason })
 }

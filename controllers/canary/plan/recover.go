@@ -33,8 +33,12 @@ func promotionWritten(o Observed) bool {
 }
 
 // nextStepWritten: the route holds the weight of the step after the status's, on a ready canary.
+// A/B and blue/green runs have no such step: their traffic moves only with the promotion (which
+// promotionWritten recognises by the primary), so a canary weight found on their route during the
+// analysed iterations is someone else's (e.g. a GitOps tool re-applying the Service or route as
+// it is in Git) and is put back, never adopted as progress the checks did not make.
 func nextStepWritten(o Observed) bool {
-	if IsAB(o.Spec) || !o.RouteKnown || !o.Canary.IsReady(CanaryReadyThreshold(o.Spec)) {
+	if IsAB(o.Spec) || IsBlueGreen(o.Spec) || !o.RouteKnown || !o.Canary.IsReady(CanaryReadyThreshold(o.Spec)) {
 		return false
 	}
 	next, ok := NextWeight(Steps(o.Spec.Analysis), o.Status.CanaryWeight)
