@@ -16,9 +16,9 @@ func TestAffinityCookieRenamedIsASpecEdit(t *testing.T) {
 		spec := sluicev1.CanarySpec{Analysis: sluicev1.CanaryAnalysis{StepWeight: 20, MaxWeight: 60,
 			SessionAffinity: &sluicev1.SessionAffinity{CookieName: "sticky2", MaxAge: 60}}}
 		return Observed{
-			Spec:   spec,
-			Status: sluicev1.CanaryStatus{Phase: sluicev1.CanaryPhaseProgressing, CanaryWeight: 20, LastAppliedSpec: "rev2"},
-			Canary: Workload{Exists: true, Revision: "rev2", Desired: 2, Ready: 2, Updated: 2, RolledOut: true},
+			Spec:        spec,
+			Status:      sluicev1.CanaryStatus{Phase: sluicev1.CanaryPhaseProgressing, CanaryWeight: 20, LastAppliedSpec: "rev2"},
+			Canary:      Workload{Exists: true, Revision: "rev2", Desired: 2, Ready: 2, Updated: 2, RolledOut: true},
 			RouteCookie: routeCookie, RouteExtrasKnown: true, RouteKnown: true, RouteWeight: 20,
 		}
 	}
