@@ -131,8 +131,10 @@ type Router interface {
 	GetSessionAffinity(ctx context.Context, canary *sluicev1.Canary) (string, error)
 
 	// Finalize restores the user's routing when the Canary is deleted with revertOnDeletion. The
-	// caller first makes the apex Service select the target's pods again. Reference mode then puts
-	// back the backends the user wrote (the original route, as it was before Sluice's first edit);
-	// generated mode deletes the generated route objects. errors: API errors.
+	// caller first makes the apex Service select the target's pods again. Reference mode then undoes
+	// Sluice's edits and only those: its A/B, session-affinity and mirror additions go and every
+	// primary/canary pair becomes the apex backend the user wrote (from the original route recorded
+	// before Sluice's first edit); everything the user changed since adoption stays as it is now.
+	// Generated mode deletes the generated route objects. errors: API errors.
 	Finalize(ctx context.Context, canary *sluicev1.Canary) error
 }

@@ -37,6 +37,9 @@ const (
 	ReasonSuspended          = "Suspended"
 	ReasonAlertProviderError = "AlertProviderError"
 	ReasonTerminating        = "Terminating"
+	// ReasonRevertToUnpromoted: deleting with revertOnDeletion hands the traffic back to a target
+	// that runs a revision the primary does not (e.g. the one a run just rolled back).
+	ReasonRevertToUnpromoted = "RevertToUnpromoted"
 	ReasonPrimaryMissing     = "PrimaryMissing"
 	ReasonTargetConflict     = "TargetConflict"
 	ReasonReconcileError     = "ReconcileError"

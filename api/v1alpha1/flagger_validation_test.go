@@ -192,6 +192,16 @@ func TestFlaggerFieldsRejectedNamingTheField(t *testing.T) {
 			c.Spec.Service.BackendTimeout = "5s"
 		},
 			"spec.service.backendTimeout is a Gateway API field"},
+		{"gateways on gatewayapi (the default)", func(c *sluicev1.Canary) { c.Spec.Service.Gateways = []string{"public-gateway"} },
+			"spec.service.gateways is an Istio field"},
+		{"gateways on gatewayapi", func(c *sluicev1.Canary) {
+			c.Spec.Provider = sluicev1.ProviderGatewayAPI
+			c.Spec.Service.Gateways = []string{"public-gateway"}
+		}, "spec.service.gateways is an Istio field"},
+		{"gatewayRefs on istio", func(c *sluicev1.Canary) {
+			c.Spec.Provider = sluicev1.ProviderIstio
+			c.Spec.Service.GatewayRefs = []gwv1.ParentReference{{Name: "gw"}}
+		}, "spec.service.gatewayRefs is a Gateway API field"},
 		{"rewrite type on istio", func(c *sluicev1.Canary) {
 			c.Spec.Provider = sluicev1.ProviderIstio
 			c.Spec.Service.Rewrite = &sluicev1.HTTPRewrite{URI: "/", Type: sluicev1.RewriteReplaceFullPath}

@@ -31,7 +31,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, tick *reconcilekit.Tic
 		forgetMetrics(canary)
 		return ctrl.Result{}, nil
 	}
-	if canary.Status.Phase != sluicev1.CanaryPhaseTerminating {
+	previous := canary.Status.Phase
+	entering := previous != sluicev1.CanaryPhaseTerminating
+	if entering {
 		canary.Status.Phase = sluicev1.CanaryPhaseTerminating
 		canary.Status.LastTransitionTime = stampNow(tick.Now())
 		tick.Normal(sluicev1.ReasonTerminating, "Deleting: restoring the target before removing the primary")
@@ -54,6 +56,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, tick *reconcilekit.Tic
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("reading target: %w", err)
 	default:
+		if entering {
+			if err := r.warnUnpromotedRevert(ctx, tick, canary, target, previous); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 		if wait, err := r.restoreTarget(ctx, canary, target); err != nil || wait {
 			return ctrl.Result{RequeueAfter: plan.PollInterval}, err
 		}
@@ -64,6 +71,32 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, tick *reconcilekit.Tic
 	canary.Status.Phase = sluicev1.CanaryPhaseTerminated
 	forgetMetrics(canary)
 	return ctrl.Result{}, r.releaseFinalizer(ctx, canary)
+}
+
+// warnUnpromotedRevert warns, as the revert starts, when the target runs a revision the primary
+// does not (a rolled-back run, or an edit no run has analysed yet): revertOnDeletion hands it all
+// the traffic. It is what the user asked for (and what Flagger does), so it proceeds, but loudly.
+func (r *Reconciler) warnUnpromotedRevert(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, target workload, previous sluicev1.CanaryPhase) error {
+	promoted := canary.Status.LastPromotedSpec
+	if promoted == "" {
+		return nil // never initialized: the primary never served anything else
+	}
+	tracked, err := r.trackedConfigs(ctx, canary.Namespace, configRefs(&target.podTemplate().Spec))
+	if err != nil {
+		return fmt.Errorf("reading the target's configs: %w", err)
+	}
+	revision := revisionOf(target.revisionTemplate(), tracked)
+	if revision == promoted {
+		return nil
+	}
+	what := "a revision no run has promoted"
+	if revision == canary.Status.LastAppliedSpec && previous == sluicev1.CanaryPhaseFailed {
+		what = "the revision its last run rolled back"
+	}
+	tick.Warning(sluicev1.ReasonRevertToUnpromoted, fmt.Sprintf(
+		"revertOnDeletion: %s %s runs %s (%s), not the promoted %s the primary serves: once it is ready, the apex Service and routes send all traffic to it",
+		target.kind(), target.obj().GetName(), what, revision, promoted))
+	return nil
 }
 
 // restoreTarget scales the target to the primary's replicas and, once it is ready, routes the

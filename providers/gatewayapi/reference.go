@@ -123,8 +123,8 @@ func (r *Router) writeReference(ctx context.Context, route *gwv1.HTTPRoute, s se
 		WithSpec(gwapplyv1.HTTPRouteSpec().WithRules(rulesAC...)), why)
 }
 
-// finalizeReference puts back the rules recorded in AnnotationOriginalRules and drops the
-// annotation. A route without primary/canary backendRefs already holds the user's own rules (they
+// finalizeReference undoes what Sluice changed in the route (see restoredRules) and drops the
+// AnnotationOriginalRules annotation; every edit the user made since adoption stays. A route without primary/canary backendRefs already holds the user's own rules (they
 // re-applied them): only the annotation goes. The apply carries the route's resourceVersion (a
 // Conflict means: retry).
 func (r *Router) finalizeReference(ctx context.Context, canary *sluicev1.Canary, ref *sluicev1.RouteReference) error {
@@ -143,11 +143,11 @@ func (r *Router) finalizeReference(ctx context.Context, canary *sluicev1.Canary,
 	if !servicesOf(canary).hasPairs(route.Spec.Rules) {
 		return r.dropAnnotation(ctx, route)
 	}
-	var rules []gwv1.HTTPRouteRule
-	if err := json.Unmarshal([]byte(original), &rules); err != nil {
+	var originalRules []gwv1.HTTPRouteRule
+	if err := json.Unmarshal([]byte(original), &originalRules); err != nil {
 		return fmt.Errorf("HTTPRoute %s: reading annotation %s: %w", key, AnnotationOriginalRules, err)
 	}
-	rulesAC, err := rulesApply(rules)
+	rulesAC, err := rulesApply(servicesOf(canary).restoredRules(route.Spec.Rules, originalRules))
 	if err != nil {
 		return err
 	}
@@ -175,4 +175,28 @@ func (r *Router) dropAnnotation(ctx context.Context, route *gwv1.HTTPRoute) erro
 		return fmt.Errorf("HTTPRoute %s: removing annotation %s: %w", client.ObjectKeyFromObject(route), AnnotationOriginalRules, err)
 	}
 	return nil
+}
+
+// restoredRules undoes Sluice's edits to rules and only those: A/B and session-affinity rules and
+// the mirror and Set-Cookie filters go, and each primary/canary pair becomes the apex backendRef
+// again. A managed rule whose backendRefs are still exactly what Sluice made of the recorded rule
+// at the same index (split at the current weights) gets the recorded backendRefs back as written;
+// one the user changed since (or after rules were added or removed) gets the unsplitRules
+// reconstruction. Everything else in every rule (matches, filters, timeouts, names, and rules
+// Sluice never managed) is kept as it is now, so edits made since adoption survive.
+func (s services) restoredRules(rules, recorded []gwv1.HTTPRouteRule) []gwv1.HTTPRouteRule {
+	current := s.withoutExtras(withoutABRules(rules))
+	w, werr := s.readWeights(current, false)
+	out := s.unsplitRules(current)
+	for i, rule := range current {
+		if !s.hasPairs([]gwv1.HTTPRouteRule{rule}) || werr != nil || i >= len(recorded) || !s.manages(recorded[i].BackendRefs) {
+			continue
+		}
+		split, err := s.splitRule(recorded[i], w)
+		if err != nil || !equality.Semantic.DeepEqual(split.BackendRefs, rule.BackendRefs) {
+			continue
+		}
+		out[i].BackendRefs = recorded[i].BackendRefs
+	}
+	return out
 }

@@ -121,7 +121,9 @@ func (r *Router) writeReferenced(ctx context.Context, vs *istionetv1.VirtualServ
 	return r.applyHTTP(ctx, vs, http, map[string]string{AnnotationOriginalRoute: original})
 }
 
-// finalizeReferenced restores spec.http from AnnotationOriginalRoute and drops the annotation.
+// finalizeReferenced undoes what Sluice changed in spec.http (see restoredHTTP, which takes the
+// destinations Sluice split from AnnotationOriginalRoute) and drops the annotation; every edit
+// the user made since adoption stays.
 // errors: an annotation that is not a VirtualService spec, API errors.
 func (r *Router) finalizeReferenced(ctx context.Context, canary *sluicev1.Canary) error {
 	vs, err := r.getVirtualService(ctx, canary, canary.Spec.Service.RouteRef.Name)
@@ -140,7 +142,68 @@ func (r *Router) finalizeReferenced(ctx context.Context, canary *sluicev1.Canary
 		return fmt.Errorf("VirtualService %s/%s: annotation %s is not a VirtualService spec: %w",
 			vs.Namespace, vs.Name, AnnotationOriginalRoute, err)
 	}
-	return r.applyHTTP(ctx, vs, spec.GetHttp(), nil)
+	return r.applyHTTP(ctx, vs, scopeOf(canary).restoredHTTP(vs.Spec.GetHttp(), spec.GetHttp()), nil)
+}
+
+// restoredHTTP undoes Sluice's edits to routes and only those: A/B and session-affinity routes
+// and the mirror and Set-Cookie header go, and each primary/canary destination pair becomes the
+// apex destination again. A managed route whose destinations are still exactly what Sluice made
+// of the recorded route at the same index (split at the current weights) gets the recorded
+// destinations back as written; one the user changed since gets a single apex destination (the
+// primary's, renamed). Everything else (matches, timeouts, retries, rewrites, names, and routes
+// Sluice never managed) is kept as it is now, so edits made since adoption survive.
+func (s scope) restoredHTTP(routes, recorded []*networkingv1.HTTPRoute) []*networkingv1.HTTPRoute {
+	current := s.withoutExtras(withoutABRoutes(routes))
+	w, _, werr := s.weightsOf(current)
+	out := make([]*networkingv1.HTTPRoute, len(current))
+	for i, route := range current {
+		out[i] = proto.CloneOf(route)
+		byRole, err := s.classify(route.GetRoute())
+		if err != nil || byRole == nil || len(byRole[roleApex]) > 0 {
+			continue // not split by Sluice
+		}
+		if werr == nil && i < len(recorded) {
+			split, managed, err := s.splitRoute(recorded[i].GetRoute(), w)
+			if err == nil && managed && len(s.apexOf(recorded[i])) > 0 && destinationsEqual(split, route.GetRoute()) {
+				out[i].Route = recorded[i].GetRoute()
+				continue
+			}
+		}
+		half := byRole[rolePrimary]
+		from := s.names.Primary
+		if len(half) == 0 {
+			half, from = byRole[roleCanary], s.names.Canary
+		}
+		apex := proto.CloneOf(half[0])
+		apex.Destination.Host = renameHost(apex.GetDestination().GetHost(), from, s.names.Apex)
+		apex.Destination.Subset, apex.Weight = "", 0
+		out[i].Route = []*networkingv1.HTTPRouteDestination{apex}
+	}
+	return out
+}
+
+// apexOf returns the destinations of route naming the apex service.
+func (s scope) apexOf(route *networkingv1.HTTPRoute) []*networkingv1.HTTPRouteDestination {
+	var out []*networkingv1.HTTPRouteDestination
+	for _, d := range route.GetRoute() {
+		if s.role(d.GetDestination().GetHost()) == roleApex {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// destinationsEqual reports whether two destination lists are equal as protos.
+func destinationsEqual(a, b []*networkingv1.HTTPRouteDestination) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !proto.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // applyHTTP applies spec.http and Sluice's annotations (nil: none, which removes the ones Sluice

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -184,11 +185,19 @@ func (e *Env) Namespace(t testing.TB) string {
 	if len(name) > 50 {
 		name = name[:50]
 	}
-	name = strings.Trim(name, "-") + fmt.Sprintf("-%d", time.Now().UnixNano()%100000)
-	ns := &corev1.Namespace{}
-	ns.Name = name
-	if err := e.Client.Create(context.Background(), ns); err != nil {
-		t.Fatalf("creating namespace %s: %v", name, err)
+	prefix := strings.Trim(name, "-")
+	// Subtests whose names agree on the first 50 characters share the prefix; a suffix that
+	// collides (1 in 100000 per pair) is drawn again rather than failing the test.
+	for attempt := 0; ; attempt++ {
+		name = prefix + fmt.Sprintf("-%d", time.Now().UnixNano()%100000)
+		ns := &corev1.Namespace{}
+		ns.Name = name
+		err := e.Client.Create(context.Background(), ns)
+		if err == nil {
+			return name
+		}
+		if !apierrors.IsAlreadyExists(err) || attempt == 4 {
+			t.Fatalf("creating namespace %s: %v", name, err)
+		}
 	}
-	return name
 }

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"strings"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/providers"
@@ -23,6 +24,9 @@ const (
 
 	EventMirrorRestored   = "MirrorRestored"
 	EventAffinityRestored = "SessionAffinityRestored"
+	// EventAffinityCookieRenamed: the Canary's own cookieName changed mid-run (a spec edit,
+	// not an outside edit of the route).
+	EventAffinityCookieRenamed = "SessionAffinityCookieRenamed"
 )
 
 // MirrorWanted is the percentage of requests mirrored to the canary by status s: a blue/green run
@@ -84,8 +88,26 @@ func syncExtras(o Observed, d *Decision) {
 		case ready:
 			d.do(ActionAffinityOn)
 		}
-		if wasCookie == wantCookie && (wantCookie == "" || ready) {
+		if renamed, ok := cookieRenamed(o, wantCookie); ok && wasCookie == wantCookie && ready {
+			d.normal(EventAffinityCookieRenamed, fmt.Sprintf(
+				"spec.analysis.sessionAffinity.cookieName changed from %q to %q mid-run: the route now hands out and matches %q; clients holding %q lose their canary affinity",
+				renamed, o.Spec.Analysis.SessionAffinity.CookieName, wantCookie, o.RouteCookie))
+		} else if wasCookie == wantCookie && (wantCookie == "" || ready) {
 			d.warning(EventAffinityRestored, fmt.Sprintf("Route had session-affinity cookie %q instead of %q (edited outside Sluice); restored", o.RouteCookie, wantCookie))
 		}
 	}
+}
+
+// cookieRenamed reports the cookie name the route uses when it differs from the spec's only by
+// name: the route's cookie carries this run's value (the revision), so Sluice wrote it and the
+// difference is an edit of spec.analysis.sessionAffinity.cookieName.
+func cookieRenamed(o Observed, want string) (string, bool) {
+	if want == "" || o.RouteCookie == "" || o.Spec.Analysis.SessionAffinity == nil {
+		return "", false
+	}
+	name, value, _ := strings.Cut(o.RouteCookie, "=")
+	if name == o.Spec.Analysis.SessionAffinity.CookieName || value != providers.AffinityCookieValuePrefix+o.Status.LastAppliedSpec {
+		return "", false
+	}
+	return name, true
 }

@@ -98,6 +98,16 @@ func restoreDriftedWeights(o Observed, d *Decision) {
 	case "", sluicev1.CanaryPhaseInitializing:
 		return // the route is not ours to correct before initialization routes it
 	}
+	switch o.Status.Phase {
+	case "", sluicev1.CanaryPhaseInitializing:
+		// This tick initializes: the route is still the user's (provider kubernetes: the apex
+		// Service still selects the target's pods, which reads as canary 100) and initialize
+		// routes it to the primary. Adoption, not drift: no warning.
+		if !d.Has(ActionSetWeights) {
+			d.setWeight(d.Status.CanaryWeight)
+		}
+		return
+	}
 	if d.Status.Phase == sluicev1.CanaryPhasePromoting && o.Status.Phase == sluicev1.CanaryPhasePromoting &&
 		o.RouteWeight < d.Status.CanaryWeight && o.Primary.Revision == o.Status.LastAppliedSpec {
 		d.Status.CanaryWeight = o.RouteWeight

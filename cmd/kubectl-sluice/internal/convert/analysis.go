@@ -166,13 +166,19 @@ func convertMetric(in *fMetric, field string, r *ObjectReport) (sluicev1.CanaryM
 		r.drop(field+".query", "templateRef is set too; Flagger reads the template")
 		m.Query = ""
 	}
-	if m.Query != "" {
-		r.change(field+".query", "run as written against the Canary's metrics server, as Flagger does; a MetricTemplate is rendered per Canary")
-	}
 	residue(r, field, in)
 	if m.TemplateRef == nil && m.Query == "" && m.Name != sluicev1.MetricRequestSuccessRate && m.Name != sluicev1.MetricRequestDuration {
 		r.drop(field, "%q is neither a built-in metric nor backed by templateRef or query", m.Name)
 		return m, false
+	}
+	if m.ThresholdRange == nil {
+		// Flagger records such a metric and never fails on it; Sluice judges every metric it
+		// runs (a check without a bound would pass whatever it measures), so it has no counterpart.
+		r.drop(field, "%q has no thresholdRange: Flagger only records it, Sluice judges every metric; add a thresholdRange to keep it as a check", m.Name)
+		return m, false
+	}
+	if m.Query != "" {
+		r.change(field+".query", "run as written against the Canary's metrics server, as Flagger does; a MetricTemplate is rendered per Canary")
 	}
 	return m, true
 }

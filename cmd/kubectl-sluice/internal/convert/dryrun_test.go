@@ -105,6 +105,7 @@ spec:
 	}
 	slices.Sort(dropped)
 	want := []string{
+		"spec.analysis.metrics[0]", // no thresholdRange: Flagger only records it
 		"spec.analysis.metrics[0].query",
 		"spec.analysis.mirrorWeight",
 		"spec.analysis.sessionAffinity",
