@@ -15,11 +15,10 @@ import (
 // TestHPAPrimaryScaledBeforeTakeOver: the primary gets its own HPA; a blue/green run whose canary
 // the HPA took to 6 replicas under all the traffic, while the primary ran 3, moves the traffic
 // back only once the primary has 6 ready.
-func TestHPAPrimaryScaledBeforeTakeOver(t *testing.T) {
-	h := newHarnessFor(t, sluicev1.ProviderKubernetes)
-	h.app(3, "6.7.0")
-	hpa := &autoscalingv2.HorizontalPodAutoscaler{
-		ObjectMeta: metav1.ObjectMeta{Name: "podinfo", Namespace: h.ns},
+// podinfoHPA is the team's HPA of the target podinfo: 2–10 replicas on CPU.
+func podinfoHPA(ns string) *autoscalingv2.HorizontalPodAutoscaler {
+	return &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: "podinfo", Namespace: ns},
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
 			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "podinfo"},
 			MinReplicas:    ptr.To[int32](2), MaxReplicas: 10,
@@ -27,7 +26,12 @@ func TestHPAPrimaryScaledBeforeTakeOver(t *testing.T) {
 				Name: "cpu", Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To[int32](80)}}}},
 		},
 	}
-	if err := h.c.Create(h.ctx, hpa); err != nil {
+}
+
+func TestHPAPrimaryScaledBeforeTakeOver(t *testing.T) {
+	h := newHarnessFor(t, sluicev1.ProviderKubernetes)
+	h.app(3, "6.7.0")
+	if err := h.c.Create(h.ctx, podinfoHPA(h.ns)); err != nil {
 		t.Fatal(err)
 	}
 	c := h.blueGreenCanaryFor()

@@ -72,7 +72,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, max
 		b = b.Owns(&istionetv1.VirtualService{}).Watches(&istionetv1.VirtualService{}, handler.EnqueueRequestsFromMapFunc(
 			r.byIndex(indexRouteRef, func(o client.Object) string { return "VirtualService/" + o.GetName() })))
 	}
-	return b.Complete(r)
+	return r.watchAutoscalers(b, mapper).Complete(r)
 }
 
 // MaxErrorBackoff bounds the wait before a failed tick is retried. A tick fails on an error a
@@ -129,6 +129,9 @@ func RegisterIndexes(ctx context.Context, idx client.FieldIndexer) error {
 		}
 		return nil
 	}); err != nil {
+		return err
+	}
+	if err := registerAutoscalerIndex(ctx, idx); err != nil {
 		return err
 	}
 	return registerEconomyIndexes(ctx, idx)
