@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -102,7 +103,7 @@ func (r *Router) setReferencedAB(ctx context.Context, canary *sluicev1.Canary, a
 // writeReferenced applies http to the referenced vs unless it already has it. Before the first
 // edit it records the spec (without A/B routes) in AnnotationOriginalRoute.
 func (r *Router) writeReferenced(ctx context.Context, vs *istionetv1.VirtualService, http []*networkingv1.HTTPRoute) error {
-	if httpEqual(http, vs.Spec.GetHttp()) {
+	if protosEqual(http, vs.Spec.GetHttp()) {
 		return nil
 	}
 	original, ok := vs.Annotations[AnnotationOriginalRoute]
@@ -164,7 +165,7 @@ func (s scope) restoredHTTP(routes, recorded []*networkingv1.HTTPRoute) []*netwo
 		}
 		if werr == nil && i < len(recorded) {
 			split, managed, err := s.splitRoute(recorded[i].GetRoute(), w)
-			if err == nil && managed && len(s.apexOf(recorded[i])) > 0 && destinationsEqual(split, route.GetRoute()) {
+			if err == nil && managed && len(s.apexOf(recorded[i])) > 0 && protosEqual(split, route.GetRoute()) {
 				out[i].Route = recorded[i].GetRoute()
 				continue
 			}
@@ -193,17 +194,9 @@ func (s scope) apexOf(route *networkingv1.HTTPRoute) []*networkingv1.HTTPRouteDe
 	return out
 }
 
-// destinationsEqual reports whether two destination lists are equal as protos.
-func destinationsEqual(a, b []*networkingv1.HTTPRouteDestination) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !proto.Equal(a[i], b[i]) {
-			return false
-		}
-	}
-	return true
+// protosEqual reports whether two lists of Istio API messages are equal element by element.
+func protosEqual[T proto.Message](a, b []T) bool {
+	return slices.EqualFunc(a, b, func(x, y T) bool { return proto.Equal(x, y) })
 }
 
 // applyHTTP applies spec.http and Sluice's annotations (nil: none, which removes the ones Sluice
@@ -215,17 +208,4 @@ func (r *Router) applyHTTP(ctx context.Context, vs *istionetv1.VirtualService, h
 	}
 	ac.Spec = &networkingv1.VirtualService{Http: http}
 	return r.apply(ctx, &vsApply{ac})
-}
-
-// httpEqual reports whether two route lists are equal as protos.
-func httpEqual(a, b []*networkingv1.HTTPRoute) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !proto.Equal(a[i], b[i]) {
-			return false
-		}
-	}
-	return true
 }

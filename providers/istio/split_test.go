@@ -119,7 +119,7 @@ func TestSplitHTTP(t *testing.T) {
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("error = %v, want %v", err, tc.err)
 			}
-			if !httpEqual(in, before) {
+			if !protosEqual(in, before) {
 				t.Fatal("splitHTTP modified its input")
 			}
 			if tc.err != nil {
@@ -128,12 +128,12 @@ func TestSplitHTTP(t *testing.T) {
 			if managed != tc.managed {
 				t.Errorf("managed = %d, want %d", managed, tc.managed)
 			}
-			if want := routes(t, tc.want); !httpEqual(got, want) {
+			if want := routes(t, tc.want); !protosEqual(got, want) {
 				t.Errorf("got  %v\nwant %v", got, want)
 			}
 			// Splitting again (the next step) only moves weights.
 			again, _, err := testScope.splitHTTP(got, providers.CanaryWeight(30))
-			if err != nil || !httpEqual(again, got) {
+			if err != nil || !protosEqual(again, got) {
 				t.Errorf("second split changed the routes: %v, %v", again, err)
 			}
 		})

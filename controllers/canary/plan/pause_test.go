@@ -19,10 +19,7 @@ var paused = &Hold{Reason: sluicev1.ReasonSuspended, Deliberate: true, Message: 
 func TestGoldenPausedFailingCanaryRollsBack(t *testing.T) {
 	spec := seedSpec()
 	spec.ProgressDeadlineSeconds = ptr.To[int32](60)
-	w := newWorld(spec)
-	w.analysis = passing
-	w.initialized(t)
-	w.targetRevision = "rev-2"
+	w := passingRun(t, spec)
 	w.runTo(t, 30)
 	w.hold = paused
 	w.analysis = failingFrom(0)
@@ -41,10 +38,7 @@ func TestGoldenPausedFailingCanaryRollsBack(t *testing.T) {
 func TestPausedPassingCanaryWaitsPastTheDeadline(t *testing.T) {
 	spec := seedSpec()
 	spec.ProgressDeadlineSeconds = ptr.To[int32](120)
-	w := newWorld(spec)
-	w.analysis = passing
-	w.initialized(t)
-	w.targetRevision = "rev-2"
+	w := passingRun(t, spec)
 	w.runTo(t, 30)
 	w.hold = paused
 	checks := w.checks
@@ -74,10 +68,7 @@ func TestPausedPassingCanaryWaitsPastTheDeadline(t *testing.T) {
 func TestStallDuringPauseStillEndsAtTheDeadline(t *testing.T) {
 	spec := seedSpec()
 	spec.ProgressDeadlineSeconds = ptr.To[int32](180)
-	w := newWorld(spec)
-	w.analysis = passing
-	w.initialized(t)
-	w.targetRevision = "rev-2"
+	w := passingRun(t, spec)
 	w.runTo(t, 20)
 	w.hold = paused
 	w.stall = &Hold{Reason: sluicev1.ReasonTargetNotFound, Message: "configmap podinfo-config-v2 referenced by the target not found"}
@@ -91,10 +82,7 @@ func TestStallDuringPauseStillEndsAtTheDeadline(t *testing.T) {
 // lever pulled meanwhile) and is then acted on once; an abort acts at once.
 func TestRequestsWhilePaused(t *testing.T) {
 	spec := seedSpec()
-	w := newWorld(spec)
-	w.analysis = passing
-	w.initialized(t)
-	w.targetRevision = "rev-2"
+	w := passingRun(t, spec)
 	w.runTo(t, 30)
 	w.spec.Suspend = true
 	w.hold = paused

@@ -32,14 +32,8 @@ func TestNewRevisionWhilePromotingLeavesTheCanaryAtOnce(t *testing.T) {
 		{"affinity", affinitySpec()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newWorld(tc.spec)
-			w.analysis = passing
-			w.initialized(t)
-			w.targetRevision = "rev-2"
-			w.runUntil(t, 60, sluicev1.CanaryPhasePromoting)
-			for i := 0; i < 5 && w.primaryRevision != "rev-2"; i++ {
-				w.tick(t)
-			}
+			w := passingRun(t, tc.spec)
+			w.promoteRev2(t)
 			if w.primaryRevision != "rev-2" || w.status.Phase != sluicev1.CanaryPhasePromoting {
 				t.Fatalf("primary %s in phase %s: want the primary promoted while Promoting", w.primaryRevision, w.status.Phase)
 			}
@@ -74,16 +68,10 @@ func TestNewRevisionWhilePromotingScalesThePrimaryAndWaitsForItsRollout(t *testi
 		spec sluicev1.CanarySpec
 	}{{"weighted", seedSpec()}, {"blue/green", blueGreenSpec()}} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newWorld(tc.spec)
-			w.analysis = passing
-			w.initialized(t)
-			w.targetRevision = "rev-2"
+			w := passingRun(t, tc.spec)
 			w.runUntil(t, 60, sluicev1.CanaryPhaseProgressing)
 			w.canaryReplicas = 6 // the canary's autoscaler under load
-			w.runUntil(t, 60, sluicev1.CanaryPhasePromoting)
-			for i := 0; i < 5 && w.primaryRevision != "rev-2"; i++ {
-				w.tick(t)
-			}
+			w.promoteRev2(t)
 			w.primaryRolling = true
 			w.targetRevision = "rev-3"
 			d := w.tick(t)
@@ -112,14 +100,8 @@ func TestNewRevisionWhilePromotingScalesThePrimaryAndWaitsForItsRollout(t *testi
 func TestFinalisingPastTheDeadlineRollsBack(t *testing.T) {
 	spec := seedSpec()
 	spec.ProgressDeadlineSeconds = ptr.To[int32](120)
-	w := newWorld(spec)
-	w.analysis = passing
-	w.initialized(t)
-	w.targetRevision = "rev-2"
-	w.runUntil(t, 60, sluicev1.CanaryPhasePromoting)
-	for i := 0; i < 5 && w.primaryRevision != "rev-2"; i++ {
-		w.tick(t)
-	}
+	w := passingRun(t, spec)
+	w.promoteRev2(t)
 	w.primaryRolling = true
 	w.targetRevision = "rev-3"
 	w.runUntil(t, 200, sluicev1.CanaryPhaseFailed)
@@ -133,15 +115,10 @@ func TestFinalisingPastTheDeadlineRollsBack(t *testing.T) {
 // node). The primary has ready pods, so all traffic goes to it in that tick (CanaryUnready), and
 // the promotion still completes once the primary has rolled out.
 func TestCanaryLosingItsPodsWhilePromotingLeavesIt(t *testing.T) {
-	w := newWorld(blueGreenSpec())
-	w.analysis = passing
-	w.initialized(t)
-	w.targetRevision = "rev-2"
+	w := passingRun(t, blueGreenSpec())
 	w.runUntil(t, 60, sluicev1.CanaryPhasePromoting)
 	w.primaryRolling = true
-	for i := 0; i < 5 && w.primaryRevision != "rev-2"; i++ {
-		w.tick(t)
-	}
+	w.promoteRev2(t)
 	if w.routeWeight != 100 {
 		t.Fatalf("route weight %d while promoting a blue/green run, want 100", w.routeWeight)
 	}

@@ -40,10 +40,7 @@ func (w *world) runTo(t *testing.T, weight int32) {
 func TestGoldenCanaryUnreadyAtWeight30(t *testing.T) {
 	spec := seedSpec()
 	spec.ProgressDeadlineSeconds = ptr.To[int32](300)
-	w := newWorld(spec)
-	w.analysis = passing
-	w.initialized(t)
-	w.targetRevision = "rev-2"
+	w := passingRun(t, spec)
 	w.runTo(t, 30)
 	w.canaryNeverReady = true
 	d := w.tick(t)
@@ -83,10 +80,7 @@ func TestGoldenWindowClosedMidRunStillRollsBack(t *testing.T) {
 func TestWindowHoldWithPassingChecksWaits(t *testing.T) {
 	spec := seedSpec()
 	spec.ProgressDeadlineSeconds = ptr.To[int32](120)
-	w := newWorld(spec)
-	w.analysis = passing
-	w.initialized(t)
-	w.targetRevision = "rev-2"
+	w := passingRun(t, spec)
 	w.runTo(t, 30)
 	w.hold = &Hold{Reason: sluicev1.ReasonOutsideWindow, Message: "outside progression windows"}
 	checks := w.checks
@@ -106,10 +100,7 @@ func TestWindowHoldWithPassingChecksWaits(t *testing.T) {
 func TestGoldenStallWithTrafficEndsAtDeadline(t *testing.T) {
 	spec := seedSpec()
 	spec.ProgressDeadlineSeconds = ptr.To[int32](180)
-	w := newWorld(spec)
-	w.analysis = passing
-	w.initialized(t)
-	w.targetRevision = "rev-2"
+	w := passingRun(t, spec)
 	w.runTo(t, 20)
 	w.stall = &Hold{Reason: sluicev1.ReasonTargetNotFound, Message: "configmap podinfo-config-v2 referenced by the target not found"}
 	w.runUntil(t, 50, sluicev1.CanaryPhaseFailed)
@@ -201,10 +192,7 @@ func TestGoldenFailureDuringStepWeightPromotionRestoresPrimary(t *testing.T) {
 	spec := seedSpec()
 	spec.Analysis.StepWeightPromotion = 10
 	spec.Analysis.Threshold = 2
-	w := newWorld(spec)
-	w.analysis = passing
-	w.initialized(t)
-	w.targetRevision = "rev-2"
+	w := passingRun(t, spec)
 	w.runUntil(t, 50, sluicev1.CanaryPhasePromoting)
 	w.runTo(t, 0) // no-op: weight is 50
 	w.analysis = func(w *world) Check {
@@ -229,10 +217,7 @@ func TestGoldenFailureDuringStepWeightPromotionRestoresPrimary(t *testing.T) {
 func TestDeadlineNamesTheFailingWrites(t *testing.T) {
 	spec := seedSpec()
 	spec.ProgressDeadlineSeconds = ptr.To[int32](180)
-	w := newWorld(spec)
-	w.analysis = passing
-	w.initialized(t)
-	w.targetRevision = "rev-2"
+	w := passingRun(t, spec)
 	w.runTo(t, 20)
 	o := w.observe()
 	o.Now = o.Status.LastProgressTime.Add(181 * time.Second)
@@ -255,10 +240,7 @@ func TestDeadlineNamesTheFailingWrites(t *testing.T) {
 func TestPrimaryUnreadyMidRunHoldsTheRun(t *testing.T) {
 	spec := seedSpec()
 	spec.ProgressDeadlineSeconds = ptr.To[int32](300)
-	w := newWorld(spec)
-	w.analysis = passing
-	w.initialized(t)
-	w.targetRevision = "rev-2"
+	w := passingRun(t, spec)
 	w.runTo(t, 20)
 	w.primaryDown = true
 	checks := w.checks

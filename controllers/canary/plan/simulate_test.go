@@ -474,3 +474,22 @@ func TestDecideTable(t *testing.T) {
 		})
 	}
 }
+
+// passingRun is a fresh world of spec, initialized, whose checks pass, with rev-2 on the target.
+func passingRun(t *testing.T, spec sluicev1.CanarySpec) *world {
+	t.Helper()
+	w := newWorld(spec)
+	w.analysis = passing
+	w.initialized(t)
+	w.targetRevision = "rev-2"
+	return w
+}
+
+// promoteRev2 runs w to Promoting and on until the primary runs rev-2 (a few ticks at most).
+func (w *world) promoteRev2(t *testing.T) {
+	t.Helper()
+	w.runUntil(t, 60, sluicev1.CanaryPhasePromoting)
+	for i := 0; i < 5 && w.primaryRevision != "rev-2"; i++ {
+		w.tick(t)
+	}
+}
