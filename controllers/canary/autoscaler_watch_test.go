@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 )
@@ -22,15 +21,7 @@ func TestPrimaryAutoscalerKeptWhileIdle(t *testing.T) {
 	if err := h.c.Create(h.ctx, podinfoHPA(h.ns)); err != nil {
 		t.Fatal(err)
 	}
-	so := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(podinfoScaledObject), &so.Object); err != nil {
-		t.Fatal(err)
-	}
-	so.SetNamespace(h.ns)
-	so.SetName("podinfo-keda")
-	if err := h.c.Create(h.ctx, so); err != nil {
-		t.Fatal(err)
-	}
+	h.createScaledObject("podinfo-keda")
 	playDeploymentController(t, h.ns)
 	startManager(t, h.ns, "", &scriptedAnalyzer{})
 	c := h.blueGreenCanaryFor()

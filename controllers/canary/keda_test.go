@@ -35,6 +35,20 @@ spec:
     metadata: {value: "80"}
 `
 
+// createScaledObject creates podinfoScaledObject under name against KEDA's CRD.
+func (h *harness) createScaledObject(name string) {
+	h.t.Helper()
+	so := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(podinfoScaledObject), &so.Object); err != nil {
+		h.t.Fatal(err)
+	}
+	so.SetNamespace(h.ns)
+	so.SetName(name)
+	if err := h.c.Create(h.ctx, so); err != nil {
+		h.t.Fatalf("creating the ScaledObject %s against KEDA's CRD: %v", name, err)
+	}
+}
+
 func (h *harness) scaledObject(name string) *unstructured.Unstructured {
 	h.t.Helper()
 	u := &unstructured.Unstructured{}
@@ -53,14 +67,7 @@ func (h *harness) scaledObject(name string) *unstructured.Unstructured {
 func TestKEDAScaledObjectOnRealCRD(t *testing.T) {
 	h := newHarnessFor(t, sluicev1.ProviderKubernetes)
 	h.app(3, "6.7.0")
-	so := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(podinfoScaledObject), &so.Object); err != nil {
-		t.Fatal(err)
-	}
-	so.SetNamespace(h.ns)
-	if err := h.c.Create(h.ctx, so); err != nil {
-		t.Fatalf("creating the ScaledObject against KEDA's CRD: %v", err)
-	}
+	h.createScaledObject("podinfo")
 	primaryQuery := `sum(rate(http_requests_total{app="podinfo-primary"}[1m]))`
 	c := h.blueGreenCanaryFor()
 	c.Spec.AutoscalerRef = &sluicev1.AutoscalerReference{APIVersion: "keda.sh/v1alpha1", Kind: sluicev1.AutoscalerScaledObject, Name: "podinfo",
@@ -138,14 +145,7 @@ func TestKEDAScaledObjectOnRealCRD(t *testing.T) {
 func TestPrimaryScalerQueriesKeyNamingNoTriggerStalls(t *testing.T) {
 	h := newHarnessFor(t, sluicev1.ProviderKubernetes)
 	h.app(3, "6.7.0")
-	so := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(podinfoScaledObject), &so.Object); err != nil {
-		t.Fatal(err)
-	}
-	so.SetNamespace(h.ns)
-	if err := h.c.Create(h.ctx, so); err != nil {
-		t.Fatal(err)
-	}
+	h.createScaledObject("podinfo")
 	c := h.blueGreenCanaryFor()
 	c.Spec.AutoscalerRef = &sluicev1.AutoscalerReference{APIVersion: "keda.sh/v1alpha1", Kind: sluicev1.AutoscalerScaledObject, Name: "podinfo",
 		PrimaryScalerQueries: map[string]string{"prometheus": `sum(rate(http_requests_total{app="podinfo-primary"}[1m]))`}}
