@@ -22,6 +22,10 @@ func release(ctx context.Context, c config, k client.Client, tr *tracker, m *man
 	if err != nil {
 		return err
 	}
+	apiBefore, err := r.apiserver.requests(ctx)
+	if err != nil {
+		return err
+	}
 	p0, err := m.Stats()
 	if err != nil {
 		return err
@@ -75,6 +79,10 @@ func release(ctx context.Context, c config, k client.Client, tr *tracker, m *man
 		return err
 	}
 	r.releaseCPU = p1.CPU - p0.CPU
+	apiAfter, err := r.apiserver.requests(ctx)
+	if err != nil {
+		return err
+	}
 	if _, err := waitQuiet(ctx, m, 5*time.Second, time.Minute); err != nil {
 		return err
 	}
@@ -86,6 +94,7 @@ func release(ctx context.Context, c config, k client.Client, tr *tracker, m *man
 	r.releaseFailures = failures(before, after)
 	r.releaseThrottled = throttledBetween(before, after)
 	r.releaseQueue = canaryQueue(before, after)
+	r.releaseAPIServer = apiserverShare(apiBefore, apiAfter, r.releaseRequests.canaryTotal())
 	r.eventsEmitted = after.Sum("sluice_events_emitted_total") - before.Sum("sluice_events_emitted_total")
 	r.eventsWritten = after.Sum("sluice_events_written_total") - before.Sum("sluice_events_written_total")
 	r.eventsRejected = after.Sum("sluice_events_rejected_total") - before.Sum("sluice_events_rejected_total")

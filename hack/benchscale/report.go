@@ -132,6 +132,9 @@ type report struct {
 	throttled, throttleSeconds, tooMany float64
 	initThrottled, releaseThrottled     float64
 	initQueue, releaseQueue             queueStats
+	// apiserver reads the kube-apiserver's request counts; releaseAPIServer is the release's.
+	apiserver        *apiserverScraper
+	releaseAPIServer string
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
@@ -176,6 +179,7 @@ func (r *report) print(w io.Writer) {
 			row("a run's time, cluster and Sluice apart (medians of the runs seen at every point)", "%s", r.split.String())
 		}
 		row("the canary controller during the release", "%s", r.releaseQueue.String(n))
+		row("the kube-apiserver during the release (until the last run ended)", "%s", r.releaseAPIServer)
 		row("API requests per rollout", "%.1f (%s)", r.releaseRequests.canaryTotal()/n, r.releaseRequests.line(n, "%.1f"))
 		row("events per rollout", "emitted %.1f, written %.1f, found in the apiserver %.1f (%s); rejected %.0f, retried %.0f",
 			r.eventsEmitted/n, r.eventsWritten/n, float64(r.eventsStored)/n, reasons(r.eventsByReason, n), r.eventsRejected, r.eventsRetried)

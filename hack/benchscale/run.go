@@ -89,6 +89,9 @@ func run(ctx context.Context, c config) (err error) {
 	defer m.Stop()
 	sampler := startSampler(ctx, m)
 	r := &report{cfg: c, start: time.Now()}
+	if r.apiserver, err = newAPIServerScraper(cfg); err != nil {
+		return err
+	}
 	time.Sleep(5 * time.Second)
 	r.rssEmpty = sampler.now().RSSBytes
 
