@@ -9,8 +9,8 @@ import (
 
 // Which ReplicaSet an endpoint's pod belongs to. An EndpointSlice names each endpoint's pod
 // (targetRef), and a Deployment's pods are named after their ReplicaSet: <replicaset>-<5 random
-// characters>, the ReplicaSet's name cut to 58 characters when longer (the apiserver's
-// generateName). The Deployment controller names the ReplicaSet of the current template in the
+// characters> (the apiserver's generateName, which cuts a base longer than 58 characters: then
+// the pods' names may not show the whole ReplicaSet name, and the ReplicaSet is not told). The Deployment controller names the ReplicaSet of the current template in the
 // Deployment's Progressing condition, in the same status write as the replica counts the plan
 // reads. Together they tell a pod of the primary's current revision from one of the revision it
 // rolled away from, which counts of ready endpoints cannot (plan.Endpoints.OtherRevision).
@@ -29,7 +29,8 @@ const maxGeneratedBase = 63 - 5
 // currentReplicaSet is the ReplicaSet of the primary Deployment's current template, as its
 // Progressing condition names it once the Deployment controller has seen the current generation;
 // "" when it cannot be told (a DaemonSet, a paused Deployment, a status from before the current
-// generation, a message that names no ReplicaSet of this Deployment).
+// generation, a message that names no ReplicaSet of this Deployment, a name too long to show
+// whole in its pods' names).
 func currentReplicaSet(primary workload) string {
 	if primary == nil {
 		return ""
@@ -45,7 +46,7 @@ func currentReplicaSet(primary workload) string {
 		// The messages quote the name (%q): `ReplicaSet "web-primary-7d9f8c" has successfully progressed.`
 		_, rest, ok := strings.Cut(c.Message, `"`)
 		name, _, closed := strings.Cut(rest, `"`)
-		if ok && closed && strings.HasPrefix(name, d.Name+"-") {
+		if ok && closed && strings.HasPrefix(name, d.Name+"-") && len(name)+1 <= maxGeneratedBase {
 			return name
 		}
 	}
@@ -56,9 +57,6 @@ func currentReplicaSet(primary workload) string {
 // not pods of ReplicaSet rs; an endpoint that names no pod counts too (nothing shows it current).
 func otherRevisionEndpoints(slices []discoveryv1.EndpointSlice, rs string) int32 {
 	prefix := rs + "-"
-	if len(prefix) > maxGeneratedBase {
-		prefix = prefix[:maxGeneratedBase]
-	}
 	other := map[string]bool{}
 	for _, sl := range slices {
 		for _, ep := range sl.Endpoints {
