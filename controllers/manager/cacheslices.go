@@ -17,9 +17,16 @@ import (
 // Service and more for large ones, so the informer holds only the primary Services' slices —
 // selected by the role label Sluice puts on the primary Service, which the EndpointSlice
 // controller copies onto its slices — and of each only what countEndpoints and the watch read:
-// identity, labels and resourceVersion; of each endpoint its target reference (kind and name),
-// its first address (the key of an endpoint without a target) and its conditions. Hostnames,
-// zones, hints, node names, ports and the other addresses are dropped.
+// identity, resourceVersion, the three labels read (readSliceLabels; the Service's other labels,
+// which the EndpointSlice controller copies too, are the user's and unbounded); of each endpoint
+// its target reference (kind and name), its first address (the key of an endpoint without a
+// target) and its conditions. Hostnames, zones, hints, node names, ports, annotations, owners and
+// the other addresses are dropped. Measured on decoded slices, about 1.3 KB stays per primary
+// Service with one pod, 0.3 KB more per pod (untrimmed: 2 KB, 0.45 KB more per pod).
+
+// readSliceLabels are the labels of a slice the controller reads: its Service (the list's
+// selector), its Canary (the watch's mapping) and the role (the cache's selector).
+var readSliceLabels = []string{discoveryv1.LabelServiceName, sluicev1.LabelCanary, sluicev1.LabelServiceRole}
 
 // primarySliceSelector selects the EndpointSlices of primary Services.
 func primarySliceSelector() labels.Selector {
@@ -43,7 +50,13 @@ var trimEndpointSlice toolscache.TransformFunc = func(in any) (any, error) {
 	}
 	out := &discoveryv1.EndpointSlice{TypeMeta: sl.TypeMeta, AddressType: sl.AddressType}
 	out.Name, out.Namespace, out.UID, out.ResourceVersion = sl.Name, sl.Namespace, sl.UID, sl.ResourceVersion
-	out.Labels, out.DeletionTimestamp = sl.Labels, sl.DeletionTimestamp
+	out.DeletionTimestamp = sl.DeletionTimestamp
+	out.Labels = make(map[string]string, len(readSliceLabels))
+	for _, k := range readSliceLabels {
+		if v, ok := sl.Labels[k]; ok {
+			out.Labels[k] = v
+		}
+	}
 	if len(sl.Endpoints) > 0 {
 		out.Endpoints = make([]discoveryv1.Endpoint, len(sl.Endpoints))
 		for i, ep := range sl.Endpoints {

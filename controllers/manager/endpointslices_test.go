@@ -190,7 +190,7 @@ func TestPrimaryEndpointsFromTheCache(t *testing.T) {
 		t.Fatal("the primary Service's EndpointSlice never reached the cache")
 	}
 	ep := cached.Endpoints[0]
-	if len(cached.Ports) > 0 || len(cached.ManagedFields) > 0 || ep.Hostname != nil || ep.NodeName != nil || ep.Zone != nil ||
+	if len(cached.Ports) > 0 || len(cached.Labels) != 3 || len(cached.ManagedFields) > 0 || ep.Hostname != nil || ep.NodeName != nil || ep.Zone != nil ||
 		len(ep.Addresses) != 1 || ep.TargetRef.UID != "" || ep.TargetRef.Name != slice.Endpoints[0].TargetRef.Name || ep.Conditions.Ready == nil {
 		t.Fatalf("the cached slice is not trimmed to what the controller reads: %+v", cached)
 	}
