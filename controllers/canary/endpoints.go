@@ -29,7 +29,7 @@ import (
 // (currentReplicaSet). Otherwise — a DaemonSet primary, a Deployment whose controller has not
 // said yet, a Service whose slices are not in the cache (created by an older Sluice and not
 // relabelled yet, or the label not copied yet) — the slices are read around the cache, as
-// before: a fresh read, judged by its counts.
+// before: a fresh read, judged by its counts (and by its pods' ReplicaSet when it is known).
 func (r *Reconciler) primaryEndpoints(ctx context.Context, canary *sluicev1.Canary, primary workload) (*plan.Endpoints, error) {
 	name := canary.ServiceNames().Primary
 	rs := currentReplicaSet(primary)
