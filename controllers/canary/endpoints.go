@@ -59,10 +59,17 @@ func (r *Reconciler) primaryEndpoints(ctx context.Context, canary *sluicev1.Cana
 
 // judgedEndpoints counts the slices' endpoints and, when the primary's current ReplicaSet rs is
 // known, the serving ones of another ReplicaSet.
+// It notes whether every slice carries the role label, which the controller's watch selects.
 func judgedEndpoints(slices []discoveryv1.EndpointSlice, rs string) *plan.Endpoints {
 	e := countEndpoints(slices)
 	if rs != "" {
 		e.OtherRevision = otherRevisionEndpoints(slices, rs)
+	}
+	e.Watched = true
+	for _, sl := range slices {
+		if sl.Labels[sluicev1.LabelServiceRole] != sluicev1.ServiceRolePrimary {
+			e.Watched = false
+		}
 	}
 	return &e
 }

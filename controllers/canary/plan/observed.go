@@ -79,9 +79,13 @@ type Observed struct {
 // OtherRevision counts the serving ones whose pod is not of the primary's current ReplicaSet,
 // when the primary's Deployment names it (0 when it does not): pods of the revision the primary
 // rolled away from, which an EndpointSlice — or a cache of it — lagging the rollout still lists.
+//
+// Watched is true when every slice read carries the primary Service's role label: the controller
+// watches those slices, and a change of one wakes the Canary waiting on them.
 type Endpoints struct {
 	Ready, Serving int32
 	OtherRevision  int32
+	Watched        bool
 }
 
 // Workload is the observed state of a Deployment.
