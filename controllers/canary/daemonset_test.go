@@ -3,6 +3,7 @@ package canary
 import (
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -178,7 +179,10 @@ func TestDaemonSetNotReadyWhileNodesRunOldPods(t *testing.T) {
 	h.runUntil(sluicev1.CanaryPhaseInitialized, 10)
 	h.setDaemonSetImage("6.7.1")
 	h.nodes = 0
-	for i := 0; i < 30; i++ {
+	// Tick until just before the progress deadline (the canary never catches up, so the run then
+	// rolls back): a waiting run looks again when its watches or the deadline say (plan/waits.go).
+	released := h.clock.Now()
+	for i := 0; i < 30 && h.clock.Now().Sub(released) < 9*time.Minute; i++ {
 		h.tick()
 		oldPodsOnOneNode("podinfo")
 		if h.apexSelects() == "canary" || h.last.CanaryWeight != 0 {

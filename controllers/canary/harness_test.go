@@ -208,6 +208,7 @@ func (h *harness) deployment(name string) *appsv1.Deployment {
 // advances the clock to the requested requeue.
 func (h *harness) tick() ctrl.Result {
 	h.t.Helper()
+	before := h.workloadVersions()
 	res, err := h.r.Reconcile(h.ctx, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: h.ns, Name: h.name}})
 	if err != nil {
 		h.t.Fatalf("reconcile at %s: %v", h.clock.Now().Sub(h.start), err)
@@ -219,11 +220,7 @@ func (h *harness) tick() ctrl.Result {
 		}
 	}
 	h.record()
-	wait := res.RequeueAfter
-	if wait <= 0 {
-		wait = time.Second
-	}
-	h.clock.Step(wait)
+	h.clock.Step(h.nextTickIn(before, res.RequeueAfter))
 	return res
 }
 

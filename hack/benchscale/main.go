@@ -39,6 +39,7 @@ type config struct {
 	n, perNamespace, replicas, workers int
 	interval, idle, timeout            time.Duration
 	rollout                            bool
+	keepLog                            string
 	managerArgs                        stringList
 	args                               []string
 }
@@ -58,6 +59,7 @@ func main() {
 	flag.DurationVar(&c.idle, "idle", 60*time.Second, "length of the idle measurement")
 	flag.DurationVar(&c.timeout, "timeout", 30*time.Minute, "bound of each phase (initialization, the release)")
 	flag.BoolVar(&c.rollout, "rollout", true, "release a new image to all N targets at once and follow the runs")
+	flag.StringVar(&c.keepLog, "keep-log", "", "copy the manager's log to this file before cleaning up")
 	flag.Var(&c.managerArgs, "manager-arg", "extra manager flag (repeatable), e.g. -manager-arg=--max-concurrent-reconciles=8")
 	flag.Parse()
 	c.args = os.Args[1:]

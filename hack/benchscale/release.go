@@ -85,6 +85,7 @@ func release(ctx context.Context, c config, k client.Client, tr *tracker, m *man
 	r.releaseRequests = delta(before, after)
 	r.releaseFailures = failures(before, after)
 	r.releaseThrottled = throttledBetween(before, after)
+	r.releaseQueue = canaryQueue(before, after)
 	r.eventsEmitted = after.Sum("sluice_events_emitted_total") - before.Sum("sluice_events_emitted_total")
 	r.eventsWritten = after.Sum("sluice_events_written_total") - before.Sum("sluice_events_written_total")
 	r.eventsRejected = after.Sum("sluice_events_rejected_total") - before.Sum("sluice_events_rejected_total")

@@ -131,6 +131,7 @@ type report struct {
 
 	throttled, throttleSeconds, tooMany float64
 	initThrottled, releaseThrottled     float64
+	initQueue, releaseQueue             queueStats
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
@@ -149,6 +150,7 @@ func (r *report) print(w io.Writer) {
 	row := func(k, format string, args ...any) { fmt.Fprintf(w, "| %s | %s |\n", k, fmt.Sprintf(format, args...)) }
 
 	row("time to all Initialized", "%s (%s)", secs(r.initSpan()), r.initRates())
+	row("the canary controller while initializing", "%s", r.initQueue.String(n))
 	idleS := r.idleWall.Seconds()
 	row("idle API requests/s", "%.3f (%s); leader election %.2f/s apart", r.idleRequests.canaryTotal()/idleS,
 		r.idleRequests.line(idleS, "%.3f/s"), (r.idleRequests.total()-r.idleRequests.canaryTotal())/idleS)
@@ -173,6 +175,7 @@ func (r *report) print(w io.Writer) {
 		if len(r.split[0]) > 0 {
 			row("a run's time, cluster and Sluice apart (medians of the runs seen at every point)", "%s", r.split.String())
 		}
+		row("the canary controller during the release", "%s", r.releaseQueue.String(n))
 		row("API requests per rollout", "%.1f (%s)", r.releaseRequests.canaryTotal()/n, r.releaseRequests.line(n, "%.1f"))
 		row("events per rollout", "emitted %.1f, written %.1f, found in the apiserver %.1f (%s); rejected %.0f, retried %.0f",
 			r.eventsEmitted/n, r.eventsWritten/n, float64(r.eventsStored)/n, reasons(r.eventsByReason, n), r.eventsRejected, r.eventsRetried)

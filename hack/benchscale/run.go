@@ -32,7 +32,14 @@ func run(ctx context.Context, c config) (err error) {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() {
+		if c.keepLog != "" {
+			if data, err := os.ReadFile(filepath.Join(dir, "manager.log")); err == nil {
+				_ = os.WriteFile(c.keepLog, data, 0o644)
+			}
+		}
+		os.RemoveAll(dir)
+	}()
 	say("building the manager")
 	bin, err := managerproc.Build(ctx, testenv.RepoRoot(), dir)
 	if err != nil {
@@ -170,6 +177,7 @@ func initialize(ctx context.Context, c config, k client.Client, tr *tracker, m *
 	r.initRequests = delta(before, after)
 	r.initFailures = failures(before, after)
 	r.initThrottled = throttledBetween(before, after)
+	r.initQueue = canaryQueue(before, after)
 	r.settled = settled
 	return nil
 }

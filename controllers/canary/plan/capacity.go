@@ -40,7 +40,7 @@ func primaryCanTakeOver(o Observed, d *Decision) bool {
 		d.normal(EventPrimaryScaled, fmt.Sprintf("Scaling the primary to %d replicas, as many as the canary serves with, before it takes all traffic",
 			o.Canary.Ready))
 	}
-	d.RequeueAfter = PollInterval
+	awaitWatched(o, d, runWaitSince(o))
 	return false
 }
 
@@ -144,6 +144,10 @@ func returnTraffic(o Observed, d *Decision) (held bool) {
 		d.normal(EventTrafficHeld, fmt.Sprintf("The canary keeps its %d%% until the primary has %d ready replicas (it has %d): the primary is never below its share of traffic",
 			w, need, o.Primary.Ready))
 	}
-	d.RequeueAfter = PollInterval
+	if o.Primary.Ready >= need && o.Primary.Ready > 0 {
+		d.RequeueAfter = PollInterval // the endpoints lag the primary's pods: read around the cache
+	} else {
+		awaitWatched(o, d, ended)
+	}
 	return true
 }

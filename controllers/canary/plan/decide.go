@@ -151,7 +151,7 @@ func restorePrimary(o Observed, d *Decision) bool {
 	if d.Status.CanaryWeight != 0 {
 		d.setWeight(0)
 	}
-	d.RequeueAfter = PollInterval
+	awaitWatched(o, d, o.Now) // the primary's rollout wakes the next tick
 	d.warning(EventPrimaryRestore, fmt.Sprintf("Primary runs %s, not the promoted %s: restoring it", p.Revision, o.Status.LastPromotedSpec))
 	return true
 }
@@ -222,7 +222,7 @@ func startRun(o Observed, d *Decision) {
 	d.setWeight(0)
 	d.do(ActionScaleCanaryUp)
 	d.setPhase(sluicev1.CanaryPhaseProgressing, o.Now)
-	d.RequeueAfter = PollInterval
+	awaitWatched(o, d, o.Now) // the canary's pods starting wake the next tick (the target watch)
 }
 
 // cancelRun ends a run whose target went back to the revision the primary runs: there is nothing

@@ -120,7 +120,8 @@ const (
 	DefaultReadyThreshold          = 100
 	// DefaultConsecutiveErrorLimit is analysis.consecutiveErrorLimit's default, as Argo Rollouts'.
 	DefaultConsecutiveErrorLimit = 4
-	// PollInterval is how soon to look again while waiting for a workload to become ready.
+	// PollInterval is how soon to look again while waiting on something no watch reports (see
+	// waits.go: a wait that a watched change ends uses awaitWatched instead).
 	PollInterval = 2 * time.Second
 )
 

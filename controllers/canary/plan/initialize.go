@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"time"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 )
@@ -37,7 +38,11 @@ func initialize(o Observed, d *Decision) {
 // initialization has lasted longer than the progress deadline, reports it stalled with that root
 // cause (Decision.Stall). The apex Service and the routes stay as they are.
 func waitForPrimary(o Observed, d *Decision) {
-	d.RequeueAfter = PollInterval
+	var started time.Time
+	if t := d.Status.LastTransitionTime; t != nil {
+		started = t.Time
+	}
+	awaitWatched(o, d, started)
 	p := o.Primary
 	msg := fmt.Sprintf("Waiting for the primary to become ready (%d/%d ready pods, ready threshold %d%%)",
 		p.Ready, p.Desired, PrimaryReadyThreshold(o.Spec))

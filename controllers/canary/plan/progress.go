@@ -93,7 +93,7 @@ func unreadyCanary(o Observed, d *Decision) bool {
 	if o.Canary.IsReady(CanaryReadyThreshold(o.Spec)) {
 		return false
 	}
-	d.RequeueAfter = PollInterval
+	awaitWatched(o, d, runWaitSince(o))
 	if o.Canary.Exists && o.Canary.Desired == 0 {
 		d.do(ActionScaleCanaryUp) // the run's scale-up was lost, or someone scaled the canary down
 	}

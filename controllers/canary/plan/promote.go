@@ -17,7 +17,7 @@ func startPromotion(o Observed, d *Decision) {
 	d.setPhase(sluicev1.CanaryPhasePromoting, o.Now)
 	d.Status.LastProgressTime = stamp(o.Now)
 	d.do(ActionPromotePrimary)
-	d.RequeueAfter = PollInterval
+	awaitWatched(o, d, o.Now) // the primary's change wakes the next tick
 	d.normal(EventPromoting, fmt.Sprintf("Copying revision %s to the primary", d.Status.LastAppliedSpec))
 }
 
@@ -54,11 +54,11 @@ func promote(o Observed, d *Decision) {
 	leaveUnreadyCanary(o, d)
 	if !promoted {
 		d.do(ActionPromotePrimary)
-		d.RequeueAfter = PollInterval
+		awaitWatched(o, d, runWaitSince(o))
 		return
 	}
 	if !o.Primary.IsReady(PrimaryReadyThreshold(o.Spec)) {
-		d.RequeueAfter = PollInterval
+		awaitWatched(o, d, runWaitSince(o))
 		return
 	}
 	if promotionChecks(o) {
@@ -153,7 +153,7 @@ func finaliseWhenRolledOut(o Observed, d *Decision) {
 		rollback(o, d, reason)
 		return
 	}
-	d.RequeueAfter = PollInterval
+	awaitWatched(o, d, runWaitSince(o))
 }
 
 // promotionChecks reports whether a promotion steps its weight back to the primary over several

@@ -50,6 +50,48 @@ type world struct {
 	log      []string
 	// invariants
 	weightsSeen []int32
+	// next is the last decision's RequeueAfter; seen is the workloads the last tick observed. The
+	// next tick comes at next, or watchLatency after a change of the workloads (by the tick's own
+	// actions or by the test between ticks): the controller watches them (plan/waits.go).
+	next  time.Duration
+	seen  workloads
+	ticks int
+	// rolled: the last tick wrote a workload (scaled or rolled the canary or the primary): its pods
+	// change, and their status events wake the Canary, even where this world's pods are ready at once.
+	rolled bool
+}
+
+// workloads is the part of the world the controller watches for a Canary's waits: the canary's
+// and the primary's pods (a new target revision, which a watch also reports at once, is left out:
+// tests set it when they want the next tick to see it).
+type workloads struct {
+	primaryRevision                                      string
+	primaryReplicas, canaryReplicas, primaryNotAvailable int32
+	canaryNeverReady, primaryRolling, primaryDown        bool
+}
+
+// watchLatency is how long after a change of a watched workload its watch event wakes the
+// Canary in this world (pods starting, the Deployment controller counting them, the event).
+const watchLatency = PollInterval
+
+func (w *world) workloads() workloads {
+	return workloads{w.primaryRevision, w.primaryReplicas, w.canaryReplicas, w.primaryNotAvailable,
+		w.canaryNeverReady, w.primaryRolling, w.primaryDown}
+}
+
+// advance moves the clock to the next tick: when the last decision asked, or sooner when a watched
+// workload changed since the last tick observed it.
+func (w *world) advance() {
+	if w.ticks == 0 {
+		return
+	}
+	next := w.next
+	idle := w.status.Phase == sluicev1.CanaryPhaseInitialized || w.status.Phase == sluicev1.CanaryPhaseSucceeded ||
+		w.status.Phase == sluicev1.CanaryPhaseFailed
+	if !idle && (w.rolled || w.workloads() != w.seen) { // an idle Canary's tests set the next revision for the next tick
+		next = min(next, watchLatency)
+	}
+	w.now = w.now.Add(next)
 }
 
 func newWorld(spec sluicev1.CanarySpec) *world {
@@ -96,6 +138,9 @@ func (w *world) lost(d Decision, write string) bool {
 // tick runs one reconcile: analysis when due, Decide, then the actions.
 func (w *world) tick(t *testing.T) Decision {
 	t.Helper()
+	w.advance()
+	w.ticks++
+	w.seen, w.rolled = w.workloads(), false
 	o := w.observe()
 	o.Requests = w.requests
 	for _, gt := range GatesDue(o) {
@@ -128,6 +173,10 @@ func (w *world) tick(t *testing.T) Decision {
 		if w.lost(d, string(a)) {
 			w.lostNow = string(a)
 			break // a write that fails ends the tick's writes
+		}
+		switch a {
+		case ActionRestorePrimary, ActionScaleCanaryUp, ActionScaleCanaryDown, ActionPromotePrimary, ActionScalePrimaryUp:
+			w.rolled = true
 		}
 		switch a {
 		case ActionRestorePrimary:
@@ -223,7 +272,7 @@ func (w *world) tick(t *testing.T) Decision {
 		w.status = d.Status
 	}
 	w.record(before, d)
-	w.now = w.now.Add(d.RequeueAfter)
+	w.next = d.RequeueAfter
 	return d
 }
 
