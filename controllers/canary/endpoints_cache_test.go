@@ -116,7 +116,9 @@ func TestStaleSlicesHoldTheSwitch(t *testing.T) {
 		if err := h.c.Update(h.ctx, slice); err != nil {
 			t.Fatal(err)
 		}
-		for i := 0; i < 5; i++ {
+		// Three looks each: the slices are watched, so the wait looks again only one interval
+		// later (plan.awaitWatched), and the progress deadline is ten of them away.
+		for i := 0; i < 3; i++ {
 			h.tickNamingReplicaSets()
 			if h.last.Phase != sluicev1.CanaryPhasePromoting || h.last.CanaryWeight != carried {
 				t.Fatalf("slices %s: %s at weight %d, want the traffic held on the canary\n%s", describe(stale), h.last.Phase,

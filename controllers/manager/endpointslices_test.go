@@ -121,7 +121,7 @@ func TestPrimaryEndpointsFromTheCache(t *testing.T) {
 	ns := env.Namespace(t)
 	app(t, ns, "web", nil)
 	c := canaryFor(ns, "web")
-	c.Spec.Analysis.Interval = "3s" // longer than plan.PollInterval: only a wake brings the takeover sooner
+	c.Spec.Analysis.Interval = "3s" // longer than plan.PollInterval: only a wake brings the takeover within 1 s
 	create(t, c)
 	other := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "unrelated-abcde", Namespace: ns,
 		Labels: map[string]string{discoveryv1.LabelServiceName: "unrelated"}}, AddressType: discoveryv1.AddressTypeIPv4,
@@ -224,9 +224,9 @@ func TestPrimaryEndpointsFromTheCache(t *testing.T) {
 	}
 	updated := time.Now()
 	waitCanary(t, ns, "web", 10*time.Second, "Succeeded", func(c *sluicev1.Canary) bool { return c.Status.Phase == sluicev1.CanaryPhaseSucceeded })
-	// The last tick ended a moment before the update (the ticks of a waiting takeover come every
-	// plan.PollInterval, 2 s, the checks every 3 s): a takeover that polled would come about 2 s
-	// after the update; woken by the slice's watch event, it comes at once.
+	// The last tick ended a moment before the update; the next look it asked for is an interval
+	// away (3 s: the slices are watched, plan.awaitWatched), or plan.PollInterval (2 s) were they
+	// polled: woken by the slice's watch event, the takeover comes at once.
 	took := time.Since(updated)
 	if took > time.Second {
 		t.Errorf("the takeover came %s after the slice caught up: not woken by the slice", took)

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"time"
 )
 
 // ActionScalePrimaryUp sets the primary's replicas to Decision.PrimaryReplicas (never lowering
@@ -32,7 +33,7 @@ func primaryCanTakeOver(o Observed, d *Decision) bool {
 		if primaryEndpointsCaughtUp(o, o.Canary.Ready) {
 			return true
 		}
-		d.RequeueAfter = PollInterval
+		awaitEndpoints(o, d, runWaitSince(o))
 		return false
 	}
 	if o.Primary.Desired < o.Canary.Ready {
@@ -90,6 +91,19 @@ func endpointsLag(o Observed) string {
 	return lag
 }
 
+// awaitEndpoints sets the next look of a wait for the primary's endpoints: when the slices read
+// are watched (Endpoints.Watched: they carry the role label the controller's EndpointSlice watch
+// selects), their change wakes the Canary and the wait needs no poll (awaitWatched); slices read
+// without the label (a Service not relabelled yet) wake nobody, and are polled every
+// PollInterval.
+func awaitEndpoints(o Observed, d *Decision, since time.Time) {
+	if e := o.PrimaryEndpoints; e != nil && e.Watched {
+		awaitWatched(o, d, since)
+		return
+	}
+	d.RequeueAfter = PollInterval
+}
+
 // EventTrafficHeld is recorded when a rollback or a cancelled run keeps the canary's traffic
 // share until the primary has the ready replicas to carry it; EventTrafficReturned when it moves.
 const (
@@ -145,7 +159,7 @@ func returnTraffic(o Observed, d *Decision) (held bool) {
 			w, need, o.Primary.Ready))
 	}
 	if o.Primary.Ready >= need && o.Primary.Ready > 0 {
-		d.RequeueAfter = PollInterval // the endpoints lag the primary's pods: read around the cache
+		awaitEndpoints(o, d, ended) // the endpoints lag the primary's pods
 	} else {
 		awaitWatched(o, d, ended)
 	}

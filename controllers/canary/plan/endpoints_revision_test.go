@@ -56,3 +56,41 @@ func TestStaleEndpointsHoldTheTakeOver(t *testing.T) {
 		})
 	}
 }
+
+// TestEndpointWaitsPollOnlyUnwatchedSlices: the takeover and a rollback's return wait for lagging
+// endpoints without polling when the controller watches their slices (Endpoints.Watched: a
+// slice's change wakes the Canary), and poll every PollInterval when it does not (slices without
+// the role label: a primary Service not relabelled yet).
+func TestEndpointWaitsPollOnlyUnwatchedSlices(t *testing.T) {
+	for _, watched := range []bool{false, true} {
+		poll := func(d Decision) bool { return d.RequeueAfter == PollInterval }
+		// The takeover.
+		w := newWorld(seedSpec())
+		w.analysis = passing
+		w.primaryReplicas, w.canaryReplicas = 3, 3
+		w.initialized(t)
+		w.targetRevision = "rev-2"
+		w.primaryEndpoints = &Endpoints{Ready: 3, Serving: 3, OtherRevision: 1, Watched: watched}
+		var d Decision
+		for i := 0; i < 100 && (w.status.Phase != sluicev1.CanaryPhasePromoting || w.primaryRevision != "rev-2"); i++ {
+			d = w.tick(t)
+		}
+		d = w.tick(t)
+		if w.status.Phase != sluicev1.CanaryPhasePromoting || w.routeWeight == 0 || poll(d) == watched {
+			t.Fatalf("takeover, watched slices %t: %s at weight %d, next look in %s", watched, w.status.Phase, w.routeWeight, d.RequeueAfter)
+		}
+		// A rollback's return.
+		w = newWorld(seedSpec())
+		w.analysis = failingFrom(30)
+		w.initialized(t)
+		w.targetRevision = "rev-2"
+		w.primaryEndpoints = &Endpoints{Ready: 1, Serving: 2, Watched: watched}
+		for i := 0; i < 200 && w.status.Phase != sluicev1.CanaryPhaseFailed; i++ {
+			d = w.tick(t)
+		}
+		d = w.tick(t)
+		if w.status.Phase != sluicev1.CanaryPhaseFailed || w.routeWeight == 0 || poll(d) == watched {
+			t.Fatalf("rollback, watched slices %t: %s at weight %d, next look in %s", watched, w.status.Phase, w.routeWeight, d.RequeueAfter)
+		}
+	}
+}
