@@ -6,6 +6,16 @@ package v1alpha1
 // or deletes an object of those names without it.
 const LabelCanary = "sluice.dev/canary"
 
+// LabelServiceRole marks the role of a Service Sluice creates; only the primary Service carries
+// it, as LabelServiceRole=ServiceRolePrimary. The EndpointSlice controller copies a Service's
+// labels onto its EndpointSlices, so the controller's cache selects the primary Services' slices
+// by this label alone (never every EndpointSlice of the cluster): the tick that returns all
+// traffic to the primary judges them without a request to the apiserver.
+const LabelServiceRole = "sluice.dev/service-role"
+
+// ServiceRolePrimary is LabelServiceRole's value on the primary Service.
+const ServiceRolePrimary = "primary"
+
 // Condition reasons of tenancy and security refusals.
 const (
 	// ReasonCrossNamespaceRef: a templateRef or providerRef names a namespace the controller's

@@ -119,6 +119,15 @@ func servicePort(canary *sluicev1.Canary) corev1.ServicePort {
 		AppProtocol: svc.AppProtocol}
 }
 
+// primaryService labels the primary Service with its role, for the EndpointSlice controller to
+// copy onto its slices (the cache selects those alone; see sluicev1.LabelServiceRole). A primary
+// Service created by an older Sluice lacks it: serviceMatches then fails and ensureServices adds
+// it on the next reconcile.
+func primaryService(svc *corev1.Service) *corev1.Service {
+	svc.Labels[sluicev1.LabelServiceRole] = sluicev1.ServiceRolePrimary
+	return svc
+}
+
 // desiredServices returns the apex Service (selecting primary pods; see apexSelector for provider
 // kubernetes), <apex>-primary and <apex>-canary (selecting the target's pods), each with the
 // Canary's port (and the discovered ones), spec.service's metadata, and headless when asked.
@@ -141,7 +150,7 @@ func desiredServices(canary *sluicev1.Canary, target workload) ([]*corev1.Servic
 	}
 	return []*corev1.Service{
 		mk(names.Apex, roleApex, primarySel),
-		mk(names.Primary, rolePrimary, primarySel),
+		primaryService(mk(names.Primary, rolePrimary, primarySel)),
 		mk(names.Canary, roleCanary, maps.Clone(target.selector().MatchLabels)),
 	}, nil
 }

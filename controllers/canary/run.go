@@ -58,9 +58,9 @@ func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *
 	}
 	d := plan.Decide(obs.o)
 	if plan.ReturnsAllTraffic(obs.o, d) {
-		// Only a tick that moves all traffic back to the primary reads its endpoints, and judges
-		// again with them (plan.Observed.PrimaryEndpoints): no read during the steps of a run.
-		eps, err := r.primaryEndpoints(ctx, canary)
+		// Only a tick that moves all traffic back to the primary reads its endpoints (from the
+		// cache; endpoints.go), and judges again with them (plan.Observed.PrimaryEndpoints).
+		eps, err := r.primaryEndpoints(ctx, canary, obs.primary)
 		if err != nil {
 			return ctrl.Result{RequeueAfter: plan.PollInterval}, obs.o.Stall, err
 		}

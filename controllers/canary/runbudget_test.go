@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,6 +29,9 @@ type slowCluster struct {
 	h        *harness
 	podStart time.Duration
 	readyAt  map[string]time.Time // deployment → when its starting pods are ready
+	// slices, when set, plays the EndpointSlice controller for the primary, whose status then
+	// names its ReplicaSet as the Deployment controller's does.
+	slices *sliceController
 }
 
 // observe plays the Deployment controller; it reports whether a status changed (a watch event).
@@ -82,10 +87,22 @@ func (s *slowCluster) play(f func(d *appsv1.Deployment, n int32) (appsv1.Deploym
 		if !ok {
 			continue
 		}
+		primary := s.slices != nil && d.Name == "podinfo-primary"
+		if primary {
+			reason, msg := "ReplicaSetUpdated", "ReplicaSet %q is progressing."
+			if st.ReadyReplicas >= st.UpdatedReplicas {
+				reason, msg = "NewReplicaSetAvailable", "ReplicaSet %q has successfully progressed."
+			}
+			st.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue,
+				Reason: reason, Message: fmt.Sprintf(msg, primaryReplicaSet(d))}}
+		}
 		patch := client.MergeFrom(d.DeepCopy())
 		d.Status = st
 		if err := h.c.Status().Patch(h.ctx, d, patch); err != nil {
 			h.t.Fatal(err)
+		}
+		if primary {
+			s.slices.sync(d)
 		}
 		changed = true
 	}
@@ -99,17 +116,25 @@ func (s *slowCluster) play(f func(d *appsv1.Deployment, n int32) (appsv1.Deploym
 // the primary; the canary scaled up and down and the primary promoted; and the events a user acts
 // on: the new revision, the first check that advanced without evidence (this Canary has no
 // metrics) and the success. The steps (weights, the start of the promotion) are not events
-// (Options.StepEvents).
+// (Options.StepEvents). The takeover reads the primary's EndpointSlices from the cache: no list
+// goes to the apiserver (issue 17: it was the 21st request).
 var runBudget = map[string]int{
 	string(faults.Status): 8, string(faults.Route): 6, string(faults.Scale): 2, string(faults.Primary): 1,
-	"events": 3,
+	"events": 3, endpointSliceListsAround: 0,
 }
+
+// endpointSliceListsAround counts the EndpointSlice lists that go to the apiserver.
+const endpointSliceListsAround = "EndpointSlice lists around the cache"
+
+// maxRequestsPerRun is issue 17's bound on the API requests of one rollout.
+const maxRequestsPerRun = 20
 
 // TestRunRequestBudget runs the scale benchmark's Canary shape (Gateway API, interval 10 s,
 // stepWeight 10 up to maxWeight 50, no metrics, advanceWithoutData) through a release, the cluster
 // played with pods that take 3 s to start and watch events that wake the Canary at once, and holds
-// the run to runBudget (a status patch only for a transition, none while pods start) and to
-// interval × steps plus the primary's rollout.
+// the run to runBudget (a status patch only for a transition, none while pods start; the primary's
+// EndpointSlices read from an informer cache selecting them by the role label, as the manager's),
+// to maxRequestsPerRun, and to interval × steps plus the primary's rollout.
 func TestRunRequestBudget(t *testing.T) {
 	h := newHarness(t)
 	h.app(1, "6.0.0")
@@ -121,11 +146,30 @@ func TestRunRequestBudget(t *testing.T) {
 	for range 3 {
 		h.tick()
 	}
+	// The primary as the Deployment controller reports it (naming its ReplicaSet) and its Service's
+	// EndpointSlice as the EndpointSlice controller writes it, in the cache.
+	sc := sliceCache(t, h.ns)
+	primary := h.deployment("podinfo-primary")
+	patch := client.MergeFrom(primary.DeepCopy())
+	primary.Status = rolledOutWithReplicaSet(primary, primaryReplicaSet(primary))
+	if err := h.c.Status().Patch(h.ctx, primary, patch); err != nil {
+		t.Fatal(err)
+	}
+	slice := primarySlice(h.ns, h.name, endpoint(primaryReplicaSet(primary)+"-poda", "10.0.0.1", true, false))
+	if err := h.c.Create(h.ctx, slice); err != nil {
+		t.Fatal(err)
+	}
+	awaitCached(t, sc, slice)
 	fc := faults.Wrap(env.Client)
 	ev := &eventLog{}
-	h.r = &Reconciler{Client: fc, Scheme: env.Scheme, Recorder: ev, Clock: h.clock, Analyzer: noMetrics{},
+	var phase sluicev1.CanaryPhase
+	around := &endpointSliceReads{Reader: env.Client, phase: &phase, count: map[sluicev1.CanaryPhase]int{}}
+	cached := &atomic.Int32{}
+	h.r = &Reconciler{Client: sliceCacheClient{Client: fc, cache: sc, cached: cached}, APIReader: around, Scheme: env.Scheme,
+		Recorder: ev, Clock: h.clock, Analyzer: noMetrics{},
 		Routers: map[sluicev1.Provider]providers.Router{sluicev1.ProviderGatewayAPI: gatewayapi.New(fc)}}
-	cluster := &slowCluster{h: h, podStart: 3 * time.Second, readyAt: map[string]time.Time{}}
+	cluster := &slowCluster{h: h, podStart: 3 * time.Second, readyAt: map[string]time.Time{},
+		slices: &sliceController{t: t, c: h.c, cache: sc, slice: slice, serves: primaryReplicaSet(primary)}}
 	h.setImage("6.0.1")
 	released := h.clock.Now()
 	var trail []string
@@ -171,6 +215,19 @@ func TestRunRequestBudget(t *testing.T) {
 	for k, n := range fc.Counts() {
 		got[string(k)] = n
 	}
+	for _, n := range around.count {
+		got[endpointSliceListsAround] += n
+	}
+	total := 0
+	for _, n := range got {
+		total += n
+	}
+	if total > maxRequestsPerRun {
+		t.Errorf("%d requests in the run (%v), more than %d", total, got, maxRequestsPerRun)
+	}
+	if cached.Load() == 0 {
+		t.Errorf("the takeover never read the primary's EndpointSlices (from the cache)")
+	}
 	for k, want := range runBudget {
 		if got[k] != want {
 			t.Errorf("%s: %d in the run, budget %d", k, got[k], want)
@@ -187,7 +244,8 @@ func TestRunRequestBudget(t *testing.T) {
 	if limit := 5*10*time.Second + cluster.podStart; took > limit {
 		t.Errorf("the run took %s, more than interval × steps + the primary's pod start (%s):\n%s", took, limit, log)
 	}
-	t.Logf("the run took %s; its writes and events:\n%s", took, log)
+	t.Logf("the run took %s; %d requests (%v), %d EndpointSlice reads from the cache; its writes and events:\n%s",
+		took, total, got, cached.Load(), log)
 }
 
 // noMetrics is the analysis of a Canary without metrics: no evidence.

@@ -7,6 +7,7 @@ import (
 	istionetv1 "istio.io/client-go/pkg/apis/networking/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
@@ -30,8 +31,8 @@ const (
 )
 
 // SetupWithManager registers the controller: it reconciles Canaries, the Deployments, Services and
-// routes they own, target Deployments (by index) and tracked ConfigMaps and Secrets (by index,
-// metadata only).
+// routes they own, target Deployments (by index), tracked ConfigMaps and Secrets (by index,
+// metadata only) and the primary Services' EndpointSlices (by label).
 // Route kinds whose CRDs are not installed are not watched. maxConcurrent bounds the workers.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, maxConcurrent int) error {
 	// Notifications are delivered in the background; a stopping manager waits for them.
@@ -52,6 +53,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, max
 		// it (targetwatch.go).
 		Watches(&appsv1.Deployment{}, r.targetHandler()).
 		Watches(&appsv1.DaemonSet{}, r.targetHandler()).
+		// The primary Services' EndpointSlices wake a Canary waiting to return traffic to its
+		// primary (endpointwatch.go); the manager's cache holds those slices alone, trimmed.
+		Watches(&discoveryv1.EndpointSlice{}, r.endpointSliceHandler()).
 		// Metadata only: a resourceVersion change is all a tracked config needs to start a run, and
 		// no Secret or ConfigMap contents are cached (see controllers/manager and configread).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(indexConfigs, func(o client.Object) string {

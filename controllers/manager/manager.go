@@ -117,9 +117,10 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		skip := true
 		opts.Controller = config.Controller{SkipNameValidation: &skip}
 	}
-	// The cache keeps only what the controllers read (cachetrim.go), and of the Canaries only
-	// this shard's (shard.go).
+	// The cache keeps only what the controllers read (cachetrim.go), of the EndpointSlices only the
+	// primary Services' (cacheslices.go), and of the Canaries only this shard's (shard.go).
 	trimCache(&opts.Cache)
+	sliceCache(&opts.Cache)
 	shardCache(&opts.Cache, shard)
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {

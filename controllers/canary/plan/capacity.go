@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"time"
 )
 
 // ActionScalePrimaryUp sets the primary's replicas to Decision.PrimaryReplicas (never lowering
@@ -32,7 +33,7 @@ func primaryCanTakeOver(o Observed, d *Decision) bool {
 		if primaryEndpointsCaughtUp(o, o.Canary.Ready) {
 			return true
 		}
-		d.RequeueAfter = PollInterval
+		awaitEndpoints(o, d, runWaitSince(o))
 		return false
 	}
 	if o.Primary.Desired < o.Canary.Ready {
@@ -50,13 +51,21 @@ func primaryCanTakeOver(o Observed, d *Decision) bool {
 // revision the EndpointSlice controller has not removed yet). Without it, all traffic could go to
 // a Service that, for a moment, still serves a pod of the old revision or fewer ready pods than
 // the canary carried the traffic with.
+//
+// The counts alone cannot tell an old pod from a new one: slices that lag the rollout by all of
+// it (an EndpointSlice controller behind, or the controller's cache of the slices behind the
+// Deployment's) list the old revision's pods, as many and as ready as the new ones, and would pass.
+// So no serving endpoint may be of another ReplicaSet than the primary's current one
+// (Endpoints.OtherRevision, when the Deployment names it). With that rule older slices are never
+// more permissive than newer ones during a rollout — the new ReplicaSet's ready pods only grow and
+// the old ones only go — so a lagging read can delay the switch, never bring it forward.
 func primaryEndpointsCaughtUp(o Observed, need int32) bool {
 	e := o.PrimaryEndpoints
 	if e == nil {
 		return true
 	}
 	return e.Ready >= max(need, 1) && e.Ready*100 >= PrimaryReadyThreshold(o.Spec)*o.Primary.Desired &&
-		e.Serving <= o.Primary.Updated
+		e.Serving <= o.Primary.Updated && e.OtherRevision == 0
 }
 
 // ReturnsAllTraffic reports whether decision d, taken on o, moves all traffic from the canary
@@ -74,8 +83,25 @@ func endpointsLag(o Observed) string {
 	if e == nil || primaryEndpointsCaughtUp(o, o.Canary.Ready) {
 		return ""
 	}
-	return fmt.Sprintf(": the primary Service has %d ready endpoints and %d not terminating, for %d updated pods (the canary served with %d ready)",
+	lag := fmt.Sprintf(": the primary Service has %d ready endpoints and %d not terminating, for %d updated pods (the canary served with %d ready)",
 		e.Ready, e.Serving, o.Primary.Updated, o.Canary.Ready)
+	if e.OtherRevision > 0 {
+		lag += fmt.Sprintf("; %d of them are pods of an older ReplicaSet", e.OtherRevision)
+	}
+	return lag
+}
+
+// awaitEndpoints sets the next look of a wait for the primary's endpoints: when the slices read
+// are watched (Endpoints.Watched: they carry the role label the controller's EndpointSlice watch
+// selects), their change wakes the Canary and the wait needs no poll (awaitWatched); slices read
+// without the label (a Service not relabelled yet) wake nobody, and are polled every
+// PollInterval.
+func awaitEndpoints(o Observed, d *Decision, since time.Time) {
+	if e := o.PrimaryEndpoints; e != nil && e.Watched {
+		awaitWatched(o, d, since)
+		return
+	}
+	d.RequeueAfter = PollInterval
 }
 
 // EventTrafficHeld is recorded when a rollback or a cancelled run keeps the canary's traffic
@@ -133,7 +159,7 @@ func returnTraffic(o Observed, d *Decision) (held bool) {
 			w, need, o.Primary.Ready))
 	}
 	if o.Primary.Ready >= need && o.Primary.Ready > 0 {
-		d.RequeueAfter = PollInterval // the endpoints lag the primary's pods: read around the cache
+		awaitEndpoints(o, d, ended) // the endpoints lag the primary's pods
 	} else {
 		awaitWatched(o, d, ended)
 	}

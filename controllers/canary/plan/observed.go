@@ -76,8 +76,16 @@ type Observed struct {
 
 // Endpoints counts a Service's endpoints, each pod once (dual-stack Services list it in two
 // EndpointSlices): Ready the ready ones, Serving every one that is not terminating.
+// OtherRevision counts the serving ones whose pod is not of the primary's current ReplicaSet,
+// when the primary's Deployment names it (0 when it does not): pods of the revision the primary
+// rolled away from, which an EndpointSlice — or a cache of it — lagging the rollout still lists.
+//
+// Watched is true when every slice read carries the primary Service's role label: the controller
+// watches those slices, and a change of one wakes the Canary waiting on them.
 type Endpoints struct {
 	Ready, Serving int32
+	OtherRevision  int32
+	Watched        bool
 }
 
 // Workload is the observed state of a Deployment.

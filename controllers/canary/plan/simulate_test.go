@@ -68,6 +68,9 @@ type workloads struct {
 	primaryRevision                                      string
 	primaryReplicas, canaryReplicas, primaryNotAvailable int32
 	canaryNeverReady, primaryRolling, primaryDown        bool
+	// watchedEndpoints are the primary's endpoints when the controller watches their slices
+	// (Endpoints.Watched); zero otherwise.
+	watchedEndpoints Endpoints
 }
 
 // watchLatency is how long after a change of a watched workload its watch event wakes the
@@ -75,8 +78,12 @@ type workloads struct {
 const watchLatency = PollInterval
 
 func (w *world) workloads() workloads {
+	var eps Endpoints
+	if w.primaryEndpoints != nil && w.primaryEndpoints.Watched {
+		eps = *w.primaryEndpoints
+	}
 	return workloads{w.primaryRevision, w.primaryReplicas, w.canaryReplicas, w.primaryNotAvailable,
-		w.canaryNeverReady, w.primaryRolling, w.primaryDown}
+		w.canaryNeverReady, w.primaryRolling, w.primaryDown, eps}
 }
 
 // advance moves the clock to the next tick: when the last decision asked, or sooner when a watched

@@ -14,8 +14,8 @@ import "time"
 // Polling every PollInterval instead costs a tick per waiting Canary every two seconds: with a
 // thousand Canaries waiting on pods at once (a release of a shared ConfigMap), five hundred ticks a
 // second that hold the workers while the steps of other runs wait for one (make bench-scale).
-// PollInterval stays for what is not watched: the primary Service's endpoints when they are read
-// around the cache, a check the controller has not run yet, a lost write's recovery (the Canary's
+// PollInterval stays for what is not watched: the primary Service's endpoints when their slices
+// lack the role label the controller's EndpointSlice watch selects (awaitEndpoints), a check the controller has not run yet, a lost write's recovery (the Canary's
 // own status writes wake nobody), metrics not scraped yet.
 
 // awaitWatched sets the decision's next look for a wait that a watched change ends: at the progress
