@@ -13,48 +13,17 @@ import (
 // another ReplicaSet (Endpoints.OtherRevision) keeps the traffic on the canary, and the deadline
 // message names them; the switch comes once the slices list the current ReplicaSet's pods alone.
 func TestStaleEndpointsHoldTheTakeOver(t *testing.T) {
-	for name, spec := range map[string]sluicev1.CanarySpec{"blue/green": blueGreenSpec(), "weighted": seedSpec()} {
-		t.Run(name, func(t *testing.T) {
-			w := newWorld(spec)
-			w.analysis = passing
-			w.primaryReplicas, w.canaryReplicas = 3, 3
-			w.initialized(t)
-			w.targetRevision = "rev-2"
-			w.primaryEndpoints = &Endpoints{Ready: 3, Serving: 3, OtherRevision: 3}
-			for i := 0; i < 100 && w.status.Phase != sluicev1.CanaryPhasePromoting; i++ {
-				w.tick(t)
-			}
-			carried := w.routeWeight
-			if w.status.Phase != sluicev1.CanaryPhasePromoting || carried == 0 {
-				t.Fatalf("not promoting with traffic on the canary: %s at weight %d", w.status.Phase, carried)
-			}
-			for _, stale := range []Endpoints{
-				{Ready: 3, Serving: 3, OtherRevision: 3}, // the slices from before the rollout
-				{Ready: 3, Serving: 3, OtherRevision: 2}, // half-way: two old pods, one new, all ready
-				{Ready: 3, Serving: 3, OtherRevision: 1},
-			} {
-				w.primaryEndpoints = &stale
-				for i := 0; i < 10; i++ {
-					w.tick(t)
-					if w.routeWeight != carried || w.status.Phase != sluicev1.CanaryPhasePromoting {
-						t.Fatalf("endpoints %+v: weight %d -> %d, phase %s", stale, carried, w.routeWeight, w.status.Phase)
-					}
-				}
-				o := w.observe()
-				o.PrimaryEndpoints = &stale
-				if lag := endpointsLag(o); !strings.Contains(lag, "of an older ReplicaSet") {
-					t.Fatalf("endpoints %+v: deadline message %q does not name the older pods", stale, lag)
-				}
-			}
-			w.primaryEndpoints = &Endpoints{Ready: 3, Serving: 3}
-			for i := 0; i < 5 && w.status.Phase != sluicev1.CanaryPhaseSucceeded; i++ {
-				w.tick(t)
-			}
-			if w.status.Phase != sluicev1.CanaryPhaseSucceeded || w.routeWeight != 0 || w.primaryRevision != "rev-2" {
-				t.Fatalf("after the endpoints caught up: %s, weight %d, primary %s", w.status.Phase, w.routeWeight, w.primaryRevision)
-			}
-		})
-	}
+	holdsTakeOverWhileEndpointsLag(t, 3, []Endpoints{
+		{Ready: 3, Serving: 3, OtherRevision: 3}, // the slices from before the rollout
+		{Ready: 3, Serving: 3, OtherRevision: 2}, // half-way: two old pods, one new, all ready
+		{Ready: 3, Serving: 3, OtherRevision: 1},
+	}, func(t *testing.T, stale Endpoints, w *world) {
+		o := w.observe()
+		o.PrimaryEndpoints = &stale
+		if lag := endpointsLag(o); !strings.Contains(lag, "of an older ReplicaSet") {
+			t.Fatalf("endpoints %+v: deadline message %q does not name the older pods", stale, lag)
+		}
+	})
 }
 
 // TestEndpointWaitsPollOnlyUnwatchedSlices: the takeover and a rollback's return wait for lagging

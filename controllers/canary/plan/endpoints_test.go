@@ -13,14 +13,30 @@ import (
 // yet, or an old-revision pod still an endpoint. The traffic stays on the canary until the
 // endpoints show the rollout, then moves in one step.
 func TestTakeOverWaitsForPrimaryEndpoints(t *testing.T) {
+	holdsTakeOverWhileEndpointsLag(t, 6, []Endpoints{
+		{Ready: 5, Serving: 6}, // a pod the Deployment counts ready is not a ready endpoint yet
+		{Ready: 6, Serving: 7}, // a pod of the old revision is still an endpoint
+		{Ready: 0, Serving: 0}, // the endpoints of a primary whose pods all changed
+	}, nil)
+}
+
+// holdsTakeOverWhileEndpointsLag runs a blue/green and a weighted run (replicas pods on the primary
+// and the canary) to Promoting with traffic on the canary; for each lagging read of the primary's
+// endpoints, ten ticks keep the traffic where it is (then check, if set, looks at the world); once
+// the endpoints show the rollout (replicas ready, none other) the run moves all traffic in one step.
+func holdsTakeOverWhileEndpointsLag(t *testing.T, replicas int32, lags []Endpoints, check func(t *testing.T, lag Endpoints, w *world)) {
+	t.Helper()
 	for name, spec := range map[string]sluicev1.CanarySpec{"blue/green": blueGreenSpec(), "weighted": seedSpec()} {
 		t.Run(name, func(t *testing.T) {
 			w := newWorld(spec)
 			w.analysis = passing
-			w.primaryReplicas, w.canaryReplicas = 6, 6
+			w.primaryReplicas, w.canaryReplicas = replicas, replicas
 			w.initialized(t)
 			w.targetRevision = "rev-2"
-			w.primaryEndpoints = &Endpoints{Ready: 6, Serving: 6}
+			w.primaryEndpoints = &Endpoints{Ready: replicas, Serving: replicas}
+			if len(lags) > 0 {
+				w.primaryEndpoints = &lags[0]
+			}
 			for i := 0; i < 100 && w.status.Phase != sluicev1.CanaryPhasePromoting; i++ {
 				w.tick(t)
 			}
@@ -28,11 +44,7 @@ func TestTakeOverWaitsForPrimaryEndpoints(t *testing.T) {
 			if w.status.Phase != sluicev1.CanaryPhasePromoting || carried == 0 {
 				t.Fatalf("not promoting with traffic on the canary: %s at weight %d", w.status.Phase, carried)
 			}
-			for _, lag := range []Endpoints{
-				{Ready: 5, Serving: 6}, // a pod the Deployment counts ready is not a ready endpoint yet
-				{Ready: 6, Serving: 7}, // a pod of the old revision is still an endpoint
-				{Ready: 0, Serving: 0}, // the endpoints of a primary whose pods all changed
-			} {
+			for _, lag := range lags {
 				w.primaryEndpoints = &lag
 				for i := 0; i < 10; i++ {
 					w.tick(t)
@@ -40,8 +52,11 @@ func TestTakeOverWaitsForPrimaryEndpoints(t *testing.T) {
 						t.Fatalf("endpoints %+v: weight %d -> %d, phase %s", lag, carried, w.routeWeight, w.status.Phase)
 					}
 				}
+				if check != nil {
+					check(t, lag, w)
+				}
 			}
-			w.primaryEndpoints = &Endpoints{Ready: 6, Serving: 6}
+			w.primaryEndpoints = &Endpoints{Ready: replicas, Serving: replicas}
 			for i := 0; i < 5 && w.status.Phase != sluicev1.CanaryPhaseSucceeded; i++ {
 				w.tick(t)
 			}
