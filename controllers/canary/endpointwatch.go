@@ -3,10 +3,7 @@ package canary
 import (
 	"context"
 
-	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -26,35 +23,18 @@ import (
 // ownership label, which the EndpointSlice controller copies from the Service — when that Canary
 // holds traffic on its canary. The Canary is read from the cache without a copy.
 func (r *Reconciler) endpointSliceHandler() handler.EventHandler {
-	enqueue := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		if _, ok := o.(*discoveryv1.EndpointSlice); !ok {
-			return
-		}
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		name := o.GetLabels()[LabelCanary]
 		if name == "" || o.GetLabels()[sluicev1.LabelServiceRole] != sluicev1.ServiceRolePrimary {
-			return
+			return nil
 		}
 		key := client.ObjectKey{Namespace: o.GetNamespace(), Name: name}
 		c := &sluicev1.Canary{}
 		if err := r.Get(ctx, key, c, client.UnsafeDisableDeepCopy); err != nil || !waitsOnPrimaryEndpoints(c) {
-			return
+			return nil
 		}
-		q.Add(reconcile.Request{NamespacedName: key})
-	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.Object, q)
-		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.ObjectNew, q)
-		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.Object, q)
-		},
-		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.Object, q)
-		},
-	}
+		return []reconcile.Request{{NamespacedName: key}}
+	})
 }
 
 // waitsOnPrimaryEndpoints reports whether a tick of c may read its primary's endpoints: its
