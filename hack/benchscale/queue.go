@@ -6,8 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	dto "github.com/prometheus/client_model/go"
-
 	"sluice.dev/sluice/test/managerproc"
 )
 
@@ -59,7 +57,7 @@ func histogramBetween(a, b managerproc.Metrics, name string, match ...string) hi
 			return
 		}
 		for _, s := range f.GetMetric() {
-			if !matches(s, match) || s.GetHistogram() == nil {
+			if !managerproc.HasLabels(s, match) || s.GetHistogram() == nil {
 				continue
 			}
 			h := s.GetHistogram()
@@ -73,21 +71,6 @@ func histogramBetween(a, b managerproc.Metrics, name string, match ...string) hi
 	add(b, 1)
 	add(a, -1)
 	return d
-}
-
-func matches(s *dto.Metric, match []string) bool {
-	for i := 0; i+1 < len(match); i += 2 {
-		found := false
-		for _, l := range s.GetLabel() {
-			if l.GetName() == match[i] && l.GetValue() == match[i+1] {
-				found = true
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
 }
 
 // canaryQueue reads the canary controller's queue and reconcile metrics between two scrapes.

@@ -215,7 +215,7 @@ func (s Metrics) Sum(name string, match ...string) float64 {
 	}
 	total := 0.0
 	for _, m := range f.GetMetric() {
-		if !hasLabels(m, match) {
+		if !HasLabels(m, match) {
 			continue
 		}
 		switch {
@@ -248,7 +248,8 @@ func (s Metrics) ByLabels(name string, labels ...string) map[string]float64 {
 	return out
 }
 
-func hasLabels(m *dto.Metric, match []string) bool {
+// HasLabels reports whether series m has every label pair of match (name, value, name, value...).
+func HasLabels(m *dto.Metric, match []string) bool {
 	for i := 0; i+1 < len(match); i += 2 {
 		if labelValue(m, match[i]) != match[i+1] {
 			return false
