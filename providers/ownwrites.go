@@ -35,6 +35,20 @@ func ReadOwnWrites(c client.Client) client.Client {
 	return &ownWrites{Client: c, decoder: serializer.NewCodecFactory(c.Scheme()).UniversalDeserializer()}
 }
 
+// IsOwnWrite reports whether obj, a version of an object a watch delivers, is exactly the version
+// a write through c (a client ReadOwnWrites returned) produced: the echo of our own write, which
+// tells the writer nothing new. False for any other version, for an object whose write the
+// memory no longer holds (a Get saw the cache catch up), and for any other client: a watch that
+// skips only what this reports skips no one else's change.
+func IsOwnWrite(c client.Client, obj client.Object) bool {
+	o, ok := c.(*ownWrites)
+	if !ok || obj == nil || obj.GetResourceVersion() == "" {
+		return false
+	}
+	v, ok := o.written.Load(o.keyOf(obj, client.ObjectKeyFromObject(obj)))
+	return ok && v.(*ownWrite).obj.GetResourceVersion() == obj.GetResourceVersion()
+}
+
 type ownWrites struct {
 	client.Client
 	decoder runtime.Decoder

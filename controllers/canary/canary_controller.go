@@ -80,6 +80,10 @@ type Reconciler struct {
 	// through Routers that differs from what the status says is read again through them before it
 	// counts as drift: the cache lagging behind Sluice's own route write is no outside edit.
 	FreshRouters map[sluicev1.Provider]providers.Router
+	// RouterClient is the client Routers write through (providers.ReadOwnWrites): the route
+	// watches skip the echo of those writes (the route as our own write left it tells its Canary
+	// nothing new). Nil: every route event wakes its Canary.
+	RouterClient client.Client
 	Options
 
 	cap rolloutCap

@@ -137,7 +137,7 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 		Now: tick.Now(), Spec: canary.Spec, Status: canary.Status, Revision: revision, TrackedConfigs: tracked,
 		Primary:        primary.summary(primary.obj().GetAnnotations()[AnnotationRevision]),
 		PrimaryCreated: created, MetricsWait: metricsWait,
-		PrimaryWaitingOn: r.primaryWaitingOn(ctx, canary, primary, primaryReady),
+		PrimaryWaitingOn: r.primaryWaitingOn(ctx, tick.Now(), canary, primary, primaryReady),
 		Requests: map[string]string{
 			sluicev1.AnnotationPromote: canary.Annotations[sluicev1.AnnotationPromote],
 			sluicev1.AnnotationAbort:   canary.Annotations[sluicev1.AnnotationAbort],

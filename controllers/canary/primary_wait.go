@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,12 +17,19 @@ import (
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
 
+// podDiagnosisGrace is how long an initialization waits for its primary before the primary's pods
+// are read for the cause: pods normally start well within it, and a cause (an image that cannot
+// be pulled, no node that fits) takes the kubelet and the scheduler some seconds to report anyway.
+const podDiagnosisGrace = 10 * time.Second
+
 // primaryWaitingOn says, while the Canary initializes and its primary is not ready, what the
 // primary waits on: its Deployment's ReplicaFailure (a ReplicaSet's FailedCreate: a quota, an
 // admission webhook) or Progressing=False condition, else the reasons its pods are not ready
 // (ImagePullBackOff, Unschedulable, ...). "" when nothing names a cause. The pods are read around
-// the cache, only in this state, so a Canary at rest costs no pod watch.
-func (r *Reconciler) primaryWaitingOn(ctx context.Context, canary *sluicev1.Canary, primary workload, ready bool) string {
+// the cache, only in this state and once the initialization has waited podDiagnosisGrace, so a
+// Canary at rest costs no pod watch and a thousand Canaries initializing at once cost no pod
+// list each per tick while their primaries start as they should.
+func (r *Reconciler) primaryWaitingOn(ctx context.Context, now time.Time, canary *sluicev1.Canary, primary workload, ready bool) string {
 	phase := canary.Status.Phase
 	if ready || primary == nil || (phase != "" && phase != sluicev1.CanaryPhaseInitializing) {
 		return ""
@@ -30,6 +38,10 @@ func (r *Reconciler) primaryWaitingOn(ctx context.Context, canary *sluicev1.Cana
 		if why := deploymentProblem(d); why != "" {
 			return why
 		}
+	}
+	since := canary.Status.LastTransitionTime
+	if since == nil || now.Sub(since.Time) < podDiagnosisGrace {
+		return ""
 	}
 	reader := client.Reader(r.Client)
 	if r.APIReader != nil {

@@ -15,12 +15,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/providers"
 )
 
 // Field indexes on Canaries.
@@ -68,15 +70,29 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, max
 	mapper := mgr.GetRESTMapper()
 	// Generated routes are owned; a user's route named by routeRef is watched through the index, so
 	// an outside edit of its weights is put back at once, not at the next step.
+	// Either way the echo of our own route write is skipped (notOwnRouteWrite).
+	notOurs := builder.WithPredicates(r.notOwnRouteWrite())
 	if installed(mapper, schema.GroupKind{Group: gwv1.GroupName, Kind: "HTTPRoute"}) {
-		b = b.Owns(&gwv1.HTTPRoute{}).Watches(&gwv1.HTTPRoute{}, handler.EnqueueRequestsFromMapFunc(
-			r.byIndex(indexRouteRef, func(o client.Object) string { return "HTTPRoute/" + o.GetName() })))
+		b = b.Owns(&gwv1.HTTPRoute{}, notOurs).Watches(&gwv1.HTTPRoute{}, handler.EnqueueRequestsFromMapFunc(
+			r.byIndex(indexRouteRef, func(o client.Object) string { return "HTTPRoute/" + o.GetName() })), notOurs)
 	}
 	if installed(mapper, schema.GroupKind{Group: "networking.istio.io", Kind: "VirtualService"}) {
-		b = b.Owns(&istionetv1.VirtualService{}).Watches(&istionetv1.VirtualService{}, handler.EnqueueRequestsFromMapFunc(
-			r.byIndex(indexRouteRef, func(o client.Object) string { return "VirtualService/" + o.GetName() })))
+		b = b.Owns(&istionetv1.VirtualService{}, notOurs).Watches(&istionetv1.VirtualService{}, handler.EnqueueRequestsFromMapFunc(
+			r.byIndex(indexRouteRef, func(o client.Object) string { return "VirtualService/" + o.GetName() })), notOurs)
 	}
 	return r.watchAutoscalers(b, mapper).Complete(r)
+}
+
+// notOwnRouteWrite passes every route event but the creation or update that shows exactly the
+// version a write of our Routers produced (providers.IsOwnWrite): the tick that wrote it already
+// planned with it, so its echo would only cost a tick (about six per run). A deletion always
+// passes, as does any version someone else wrote, and our own write once the memory of it is
+// gone: skipping is an optimization that never hides another writer's change.
+func (r *Reconciler) notOwnRouteWrite() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return !providers.IsOwnWrite(r.RouterClient, e.Object) },
+		UpdateFunc: func(e event.UpdateEvent) bool { return !providers.IsOwnWrite(r.RouterClient, e.ObjectNew) },
+	}
 }
 
 // MaxErrorBackoff bounds the wait before a failed tick is retried. A tick fails on an error a

@@ -145,6 +145,8 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		QueryTimeout: o.QueryTimeout, Egress: policy, Refs: refs}
 	// One analysis engine for both controllers: the one place the scrape interval is configured.
 	engine := analysis.NewEngine(c, analysisOpts)
+	// The routers share one memory of their own writes, which the route watches also read.
+	routes := providers.ReadOwnWrites(c)
 	r := &canary.Reconciler{
 		Gates:     gates,
 		Notifier:  notifier,
@@ -155,10 +157,11 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		Clock:     clock.RealClock{},
 		Analyzer:  engine,
 		Routers: map[sluicev1.Provider]providers.Router{
-			sluicev1.ProviderGatewayAPI: gatewayapi.New(c),
-			sluicev1.ProviderIstio:      istio.New(c),
-			sluicev1.ProviderKubernetes: kubernetes.New(c),
+			sluicev1.ProviderGatewayAPI: gatewayapi.New(routes),
+			sluicev1.ProviderIstio:      istio.New(routes),
+			sluicev1.ProviderKubernetes: kubernetes.New(routes),
 		},
+		RouterClient: routes,
 		FreshRouters: freshRouters(c, mgr.GetAPIReader()),
 		Options: canary.Options{MaxProgressing: o.MaxProgressing, ScrapeInterval: o.ScrapeInterval,
 			Refs: refs, Egress: policy},

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/prometheus/common/expfmt"
@@ -27,7 +30,7 @@ func newAPIServerScraper(cfg *rest.Config) (*apiserverScraper, error) {
 }
 
 // requests is the apiserver's count of served requests other than watches (a watch is one
-// long request, whatever it delivers), by verb (apiserver_request_total).
+// long request, whatever it delivers), by verb, resource and subresource (apiserver_request_total).
 func (a *apiserverScraper) requests(ctx context.Context) (map[string]float64, error) {
 	body, err := a.rest.Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
@@ -39,22 +42,38 @@ func (a *apiserverScraper) requests(ctx context.Context) (map[string]float64, er
 		return nil, fmt.Errorf("parsing the apiserver's /metrics: %w", err)
 	}
 	out := map[string]float64{}
-	for verb, v := range managerproc.Metrics(families).ByLabels("apiserver_request_total", "verb") {
-		if verb != "WATCH" && verb != "CONNECT" {
-			out[verb] += v
+	for key, v := range managerproc.Metrics(families).ByLabels("apiserver_request_total", "verb", "resource", "subresource") {
+		if verb, _, _ := strings.Cut(key, " "); verb != "WATCH" && verb != "CONNECT" {
+			out[strings.TrimSpace(key)] += v
 		}
 	}
 	return out, nil
 }
 
-// apiserverShare renders the apiserver's requests between two scrapes and the manager's part.
-func apiserverShare(before, after map[string]float64, manager float64) string {
+// apiserverShare renders the apiserver's requests between two scrapes, the manager's part, and
+// the most frequent kinds (verb, resource, subresource) from every client, per rollout (n).
+func apiserverShare(before, after map[string]float64, manager, n float64) string {
 	total := 0.0
-	for verb, v := range after {
-		total += v - before[verb]
+	byKind := map[string]float64{}
+	for key, v := range after {
+		if d := v - before[key]; d > 0 {
+			total += d
+			byKind[key] = d
+		}
 	}
 	if total <= 0 {
 		return "n/a"
 	}
-	return fmt.Sprintf("%.0f requests (watches apart) from every client; the manager's %.0f are %.0f %%", total, manager, 100*manager/total)
+	kinds := slices.SortedFunc(maps.Keys(byKind), func(a, b string) int {
+		if c := cmp.Compare(byKind[b], byKind[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	var top []string
+	for _, k := range kinds[:min(len(kinds), 12)] {
+		top = append(top, fmt.Sprintf("%s %.1f", strings.ToLower(k), byKind[k]/n))
+	}
+	return fmt.Sprintf("%.0f requests (watches apart) from every client, %.1f per rollout; the manager's %.0f are %.0f %%; per rollout by kind, every client: %s",
+		total, total/n, manager, 100*manager/total, strings.Join(top, ", "))
 }

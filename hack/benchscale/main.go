@@ -13,6 +13,9 @@
 //
 // It prints a Markdown table and stops everything it started (also on Ctrl-C).
 //
+// The local cluster's kube-controller-manager and kwok run with more workers than their defaults
+// (clusterTuning; -default-cluster runs them without).
+//
 //	make bench-scale N=1000
 //	go run ./hack/benchscale -n 1000 [-replicas 0] [-idle 60s] [-manager-arg=--kube-api-qps=100]
 package main
@@ -23,6 +26,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -41,7 +45,12 @@ type config struct {
 	rollout                            bool
 	keepLog                            string
 	managerArgs                        stringList
-	args                               []string
+	// controllerManagerArgs and kwokParallelism tune the local cluster (test/cluster.Options):
+	// clusterTuning and kwokTuning unless defaultCluster.
+	controllerManagerArgs stringList
+	kwokParallelism       int
+	defaultCluster        bool
+	args                  []string
 }
 
 type stringList []string
@@ -60,9 +69,17 @@ func main() {
 	flag.DurationVar(&c.timeout, "timeout", 30*time.Minute, "bound of each phase (initialization, the release)")
 	flag.BoolVar(&c.rollout, "rollout", true, "release a new image to all N targets at once and follow the runs")
 	flag.StringVar(&c.keepLog, "keep-log", "", "copy the manager's log to this file before cleaning up")
+	flag.Var(&c.controllerManagerArgs, "kcm-arg", "extra kube-controller-manager flag of the local cluster (repeatable; after the tuning, so it overrides it), e.g. -kcm-arg=--concurrent-deployment-syncs=50")
+	flag.IntVar(&c.kwokParallelism, "kwok-parallelism", kwokTuning, "pods kwok moves through their stages at a time (kwok's default: 4)")
+	flag.BoolVar(&c.defaultCluster, "default-cluster", false, "run kube-controller-manager and kwok with their default parallelism (5 workers per controller, 4 pods at a time) instead of the tuning for thousands of Deployments")
 	flag.Var(&c.managerArgs, "manager-arg", "extra manager flag (repeatable), e.g. -manager-arg=--max-concurrent-reconciles=8")
 	flag.Parse()
 	c.args = os.Args[1:]
+	if c.defaultCluster {
+		c.kwokParallelism = 0
+	} else {
+		c.controllerManagerArgs = append(slices.Clone(clusterTuning), c.controllerManagerArgs...)
+	}
 	ctrl.SetLogger(zap.New(zap.Level(zapcore.ErrorLevel)))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -72,6 +89,17 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// clusterTuning is how the benchmark runs the local cluster's kube-controller-manager unless
+// -default-cluster, and kwokTuning how many pods kwok moves at a time: a cluster that carries
+// thousands of Deployments gives these controllers more workers than their defaults (5 per
+// controller; kwok 4 pods), or their own queues, not the apiserver or Sluice, set how fast a
+// thousand Deployments roll (the table splits a run's time between the cluster and Sluice; the
+// header names the flags the cluster ran with).
+var clusterTuning = []string{"--concurrent-deployment-syncs=25", "--concurrent-replicaset-syncs=25",
+	"--concurrent-service-endpoint-syncs=25", "--concurrent-endpoint-syncs=25"}
+
+const kwokTuning = 16
 
 // say prints a progress line on stderr.
 func say(format string, args ...any) {

@@ -35,6 +35,10 @@ type tracker struct {
 	progressing, promoting map[client.ObjectKey]time.Time
 	// stepped: when the run was first seen with a canary weight above 0 (its first step).
 	stepped map[client.ObjectKey]time.Time
+	// weightSeen: when each new canary weight of the run was first seen, then when it was first
+	// seen Promoting (the last check passed); the gaps are the checks' cadence.
+	weightSeen map[client.ObjectKey][]time.Time
+	lastWeight map[client.ObjectKey]int32
 	// baseGen: the generation of every target and primary Deployment when the release started;
 	// canaryReady and primaryRolled: when the target (the canary, scaled up by the run) was first
 	// seen ready at a later generation, and the primary rolled out at a later one (promoted). They
@@ -56,7 +60,8 @@ func startTracker(ctx context.Context, cfg *rest.Config) (*tracker, error) {
 	t := &tracker{cache: c, initialized: map[client.ObjectKey]time.Time{}, base: map[client.ObjectKey]string{},
 		done: map[client.ObjectKey]time.Time{}, failed: map[client.ObjectKey]bool{},
 		progressing: map[client.ObjectKey]time.Time{}, promoting: map[client.ObjectKey]time.Time{},
-		stepped: map[client.ObjectKey]time.Time{}, baseGen: map[client.ObjectKey]int64{},
+		stepped: map[client.ObjectKey]time.Time{}, weightSeen: map[client.ObjectKey][]time.Time{},
+		lastWeight: map[client.ObjectKey]int32{}, baseGen: map[client.ObjectKey]int64{},
 		canaryReady: map[client.ObjectKey]time.Time{}, primaryRolled: map[client.ObjectKey]time.Time{}}
 	inf, err := c.GetInformer(ctx, &sluicev1.Canary{})
 	if err != nil {
@@ -128,9 +133,14 @@ func (t *tracker) observe(c *sluicev1.Canary, now time.Time) {
 		if _, seen := t.stepped[key]; !seen && st.CanaryWeight > 0 {
 			t.stepped[key] = now
 		}
+		if st.CanaryWeight > t.lastWeight[key] {
+			t.lastWeight[key] = st.CanaryWeight
+			t.weightSeen[key] = append(t.weightSeen[key], now)
+		}
 	case sluicev1.CanaryPhasePromoting:
 		if _, seen := t.promoting[key]; !seen {
 			t.promoting[key] = now
+			t.weightSeen[key] = append(t.weightSeen[key], now)
 		}
 	case sluicev1.CanaryPhaseSucceeded:
 		t.done[key] = now
@@ -314,6 +324,19 @@ func (t *tracker) phaseTimes(a app) (progressing, promoting time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.progressing[a.key()], t.promoting[a.key()]
+}
+
+// stepGaps returns the time between a's successive canary weights, and from the last weight to
+// Promoting: how long each check took to come, from the benchmark's watch.
+func (t *tracker) stepGaps(a app) []time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	seen := t.weightSeen[a.key()]
+	var out []time.Duration
+	for i := 1; i < len(seen); i++ {
+		out = append(out, seen[i].Sub(seen[i-1]))
+	}
+	return out
 }
 
 // clusterTimes returns when a's canary was first ready, its run took its first step, and its

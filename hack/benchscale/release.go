@@ -31,6 +31,7 @@ func release(ctx context.Context, c config, k client.Client, tr *tracker, m *man
 		return err
 	}
 	s.resetPeak()
+	cpu0 := cpuNow(r.pids)
 	var mu sync.Mutex
 	changed := map[client.ObjectKey]time.Time{}
 	start := time.Now()
@@ -53,6 +54,7 @@ func release(ctx context.Context, c config, k client.Client, tr *tracker, m *man
 		r.releaseErr = err
 	}
 	r.releaseWall = time.Since(start)
+	r.releaseCPUByProcess = cpuShare(cpu0, cpuNow(r.pids), r.releaseWall, r.cores)
 	for _, a := range as {
 		end, ok := tr.endTime(a)
 		if !ok {
@@ -60,6 +62,7 @@ func release(ctx context.Context, c config, k client.Client, tr *tracker, m *man
 		}
 		at := changed[a.key()]
 		r.runs = append(r.runs, end.Sub(at))
+		r.stepGaps = append(r.stepGaps, tr.stepGaps(a)...)
 		progressing, promoting := tr.phaseTimes(a)
 		if !progressing.IsZero() && !promoting.IsZero() {
 			r.toProgressing = append(r.toProgressing, progressing.Sub(at))
@@ -94,7 +97,7 @@ func release(ctx context.Context, c config, k client.Client, tr *tracker, m *man
 	r.releaseFailures = failures(before, after)
 	r.releaseThrottled = throttledBetween(before, after)
 	r.releaseQueue = canaryQueue(before, after)
-	r.releaseAPIServer = apiserverShare(apiBefore, apiAfter, r.releaseRequests.canaryTotal())
+	r.releaseAPIServer = apiserverShare(apiBefore, apiAfter, r.releaseRequests.canaryTotal(), float64(len(as)))
 	r.eventsEmitted = after.Sum("sluice_events_emitted_total") - before.Sum("sluice_events_emitted_total")
 	r.eventsWritten = after.Sum("sluice_events_written_total") - before.Sum("sluice_events_written_total")
 	r.eventsRejected = after.Sum("sluice_events_rejected_total") - before.Sum("sluice_events_rejected_total")

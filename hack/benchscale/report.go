@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -114,11 +115,16 @@ type report struct {
 	// idleWatchEvents: the changes the manager's watches saw while idle (see tracker.countEvent).
 	idleWatchEvents map[string]int
 
-	releasePatched, releaseWall   time.Duration
-	releaseCPU                    time.Duration
+	releasePatched, releaseWall time.Duration
+	releaseCPU                  time.Duration
+	// pids names the processes whose CPU is reported (the cluster's components, the manager);
+	// initCPU and releaseCPUByProcess are their shares while initializing and during the release.
+	pids                          map[string]int
+	initCPU, releaseCPUByProcess  string
 	releaseErr                    error
 	runs                          []time.Duration
 	toProgressing, steps          []time.Duration // target change → Progressing → Promoting
+	stepGaps                      []time.Duration // a weight → the next, the last → Promoting
 	promotions                    []time.Duration // Promoting → Succeeded
 	split                         runSplit
 	initFailures, releaseFailures requests
@@ -146,14 +152,20 @@ func (r *report) print(w io.Writer) {
 	n := float64(r.cfg.n)
 	limit := r.cfg.interval * steps
 	fmt.Fprintf(w, "\nbenchscale %s\n", strings.Join(r.cfg.args, " "))
-	fmt.Fprintf(w, "N = %d Canaries (%d per namespace), interval %s, steps %d..%d by %d, target replicas %d, %d cores; manager process %s\n\n",
+	fmt.Fprintf(w, "N = %d Canaries (%d per namespace), interval %s, steps %d..%d by %d, target replicas %d, %d cores; manager process %s\n",
 		r.cfg.n, r.cfg.perNamespace, r.cfg.interval, stepWeight, maxWeight, stepWeight, r.cfg.replicas, r.cores, r.cfg.managerArgs.String())
+	kwok := "kwok's default parallelism"
+	if r.cfg.kwokParallelism > 0 {
+		kwok = fmt.Sprintf("kwok %d pods at a time", r.cfg.kwokParallelism)
+	}
+	fmt.Fprintf(w, "local cluster: kube-controller-manager %s; %s\n\n", cmp.Or(r.cfg.controllerManagerArgs.String(), "with its defaults"), kwok)
 	fmt.Fprintln(w, "| measure | value |")
 	fmt.Fprintln(w, "|---|---|")
 	row := func(k, format string, args ...any) { fmt.Fprintf(w, "| %s | %s |\n", k, fmt.Sprintf(format, args...)) }
 
 	row("time to all Initialized", "%s (%s)", secs(r.initSpan()), r.initRates())
 	row("the canary controller while initializing", "%s", r.initQueue.String(n))
+	row("CPU while initializing, by process (cores)", "%s", r.initCPU)
 	idleS := r.idleWall.Seconds()
 	row("idle API requests/s", "%.3f (%s); leader election %.2f/s apart", r.idleRequests.canaryTotal()/idleS,
 		r.idleRequests.line(idleS, "%.3f/s"), (r.idleRequests.total()-r.idleRequests.canaryTotal())/idleS)
@@ -175,6 +187,11 @@ func (r *report) print(w io.Writer) {
 		med3, _, _ := quantiles(r.promotions)
 		row("where a run's time goes (medians)", "target change → Progressing %s; Progressing → Promoting (%d steps and checks) %s; Promoting → Succeeded %s",
 			secs(med1), steps, secs(med2), secs(med3))
+		if len(r.stepGaps) > 0 {
+			gm, gp, gx := quantiles(r.stepGaps)
+			row("the checks' cadence (a canary weight → the next, the last → Promoting; the interval is the aim)", "median %s, p95 %s, max %s (%d gaps)",
+				secs(gm), secs(gp), secs(gx), len(r.stepGaps))
+		}
 		if len(r.split[0]) > 0 {
 			row("a run's time, cluster and Sluice apart (medians of the runs seen at every point)", "%s", r.split.String())
 		}
@@ -184,6 +201,7 @@ func (r *report) print(w io.Writer) {
 		row("events per rollout", "emitted %.1f, written %.1f, found in the apiserver %.1f (%s); rejected %.0f, retried %.0f",
 			r.eventsEmitted/n, r.eventsWritten/n, float64(r.eventsStored)/n, reasons(r.eventsByReason, n), r.eventsRejected, r.eventsRetried)
 		row("manager CPU during the release", "%.2f cores (%s)", r.releaseCPU.Seconds()/r.releaseWall.Seconds(), secs(r.releaseWall))
+		row("CPU during the release, by process (cores)", "%s", r.releaseCPUByProcess)
 	}
 	row("client-side throttling", "%.0f requests waited for a token (%.0f while initializing, %.0f during the release; %.1f s in total); %.0f answered 429 by the apiserver",
 		r.throttled, r.initThrottled, r.releaseThrottled, r.throttleSeconds, r.tooMany)

@@ -48,7 +48,8 @@ func run(ctx context.Context, c config) (err error) {
 	pods := c.n*max(c.replicas, 1) + c.n // primaries and targets (during the release)
 	nodes := pods/podsPerNode + 1
 	say("starting the local cluster (%d fake nodes)", nodes)
-	cl, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(dir, "cluster"), Nodes: nodes})
+	cl, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(dir, "cluster"), Nodes: nodes,
+		ControllerManagerArgs: c.controllerManagerArgs, KwokPodParallelism: c.kwokParallelism})
 	if err != nil {
 		return err
 	}
@@ -88,7 +89,8 @@ func run(ctx context.Context, c config) (err error) {
 	}
 	defer m.Stop()
 	sampler := startSampler(ctx, m)
-	r := &report{cfg: c, start: time.Now()}
+	r := &report{cfg: c, start: time.Now(), cores: runtime.NumCPU(), pids: cl.PIDs()}
+	r.pids[managerName] = m.PID()
 	if r.apiserver, err = newAPIServerScraper(cfg); err != nil {
 		return err
 	}
@@ -119,7 +121,6 @@ func run(ctx context.Context, c config) (err error) {
 	r.tooMany = last.Sum("sluice_kube_api_requests_total", "code", "429")
 	r.goroutines = last.Sum("go_goroutines")
 	r.heapInuse = last.Sum("go_memstats_heap_inuse_bytes")
-	r.cores = runtime.NumCPU()
 	r.print(os.Stdout)
 	return nil
 }
@@ -153,6 +154,7 @@ func initialize(ctx context.Context, c config, k client.Client, tr *tracker, m *
 	}
 	say("creating %d Canaries", len(as))
 	s.resetPeak()
+	cpu0 := cpuNow(r.pids)
 	start := time.Now()
 	if err := forEach(ctx, as, c.workers, func(ctx context.Context, a app) error {
 		return create(ctx, k, canaryOf(a, c.interval, ""))
@@ -168,6 +170,7 @@ func initialize(ctx context.Context, c config, k client.Client, tr *tracker, m *
 	}
 	r.initTimes = tr.initializedTimes()
 	r.initStart = start
+	r.initCPU = cpuShare(cpu0, cpuNow(r.pids), time.Since(start), r.cores)
 	r.rssInitPeak = s.peak().RSSBytes
 	settled, err := waitQuiet(ctx, m, 10*time.Second, 3*time.Minute)
 	if err != nil {

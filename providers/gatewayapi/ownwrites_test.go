@@ -207,3 +207,46 @@ func hasRule(route *gwv1.HTTPRoute, name string) bool {
 	}
 	return false
 }
+
+// TestTheRouteAsOurWriteLeftItIsToldOurs: the version of the route the apiserver holds after the
+// router's write (what an informer then delivers) is told as the router's own write, so the
+// route watch may skip its echo; after someone else's edit the route is not. Both modes: the
+// generated route (created, then its weights applied) and the user's route (patched).
+func TestTheRouteAsOurWriteLeftItIsToldOurs(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []string{"generated", "reference"} {
+		t.Run(mode, func(t *testing.T) {
+			ns := env.Namespace(t)
+			canary, key := canaryInMode(t, ns, mode)
+			own := providers.ReadOwnWrites(env.Client)
+			router := gatewayapi.New(own)
+			if err := router.Reconcile(ctx, canary); err != nil {
+				t.Fatal(err)
+			}
+			for _, weight := range []int32{10, 20} {
+				if err := router.SetRoutes(ctx, canary, providers.CanaryWeight(weight)); err != nil {
+					t.Fatal(err)
+				}
+				delivered := &gwv1.HTTPRoute{}
+				if err := env.Client.Get(ctx, key, delivered); err != nil {
+					t.Fatal(err)
+				}
+				if !providers.IsOwnWrite(own, delivered) {
+					t.Fatalf("weight %d: the route as the router's write left it (rv %s) is not told as its own write", weight, delivered.ResourceVersion)
+				}
+			}
+			edited := &gwv1.HTTPRoute{}
+			if err := env.Client.Get(ctx, key, edited); err != nil {
+				t.Fatal(err)
+			}
+			patch := client.MergeFrom(edited.DeepCopy())
+			edited.Labels = map[string]string{"edited-by": "someone-else"}
+			if err := env.Client.Patch(ctx, edited, patch); err != nil {
+				t.Fatal(err)
+			}
+			if providers.IsOwnWrite(own, edited) {
+				t.Fatal("someone else's edit of the route is told as the router's own write")
+			}
+		})
+	}
+}

@@ -74,6 +74,12 @@ type Options struct {
 	// PodReadyDelay is how long kwok waits before it marks a new pod Running and Ready. Default 0
 	// (about a second in practice).
 	PodReadyDelay time.Duration
+	// ControllerManagerArgs are extra kube-controller-manager flags, e.g.
+	// --concurrent-deployment-syncs=20 for thousands of Deployments rolling at once.
+	ControllerManagerArgs []string
+	// KwokPodParallelism is how many pods kwok moves through their stages (Pending → Running →
+	// Ready, deletion) at a time. Default kwok's (4).
+	KwokPodParallelism int
 	// Injector, when set, runs the simulated Linkerd proxy injector in this process.
 	Injector *InjectorOptions
 	// Detach leaves the components running when this process exits (no Pdeathsig): stop them with
@@ -225,7 +231,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	kwokConfig := filepath.Join(c.dir, "kwok.yaml")
-	if err := writeKwokConfig(filepath.Join(c.opts.BinDir, StagesFile), kwokConfig, c.opts.PodReadyDelay); err != nil {
+	if err := writeKwokConfig(filepath.Join(c.opts.BinDir, StagesFile), kwokConfig, c.opts.PodReadyDelay, c.opts.KwokPodParallelism); err != nil {
 		return err
 	}
 	clients, err := kubernetes.NewForConfig(c.restConfig)
@@ -285,16 +291,16 @@ func (c *Cluster) start(ctx context.Context) error {
 		}
 	}
 	// kube-controller-manager and kube-scheduler authenticate with the admin client certificate.
-	kcm, err := c.run(KubeControllerManager,
-		"--kubeconfig="+c.kubeconfig, "--authentication-kubeconfig="+c.kubeconfig,
-		"--authorization-kubeconfig="+c.kubeconfig,
-		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(p.controllerManager), "--leader-elect=false",
+	kcm, err := c.run(KubeControllerManager, append([]string{
+		"--kubeconfig=" + c.kubeconfig, "--authentication-kubeconfig=" + c.kubeconfig,
+		"--authorization-kubeconfig=" + c.kubeconfig,
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(p.controllerManager), "--leader-elect=false",
 		"--use-service-account-credentials=false",
-		"--root-ca-file="+pki.caCert, "--service-account-private-key-file="+pki.serviceAccountKey,
+		"--root-ca-file=" + pki.caCert, "--service-account-private-key-file=" + pki.serviceAccountKey,
 		// kwok renews node leases lazily: keep the node lifecycle controller patient.
 		"--node-monitor-period=25s", "--node-monitor-grace-period=3m20s",
 		"--kube-api-qps=1000", "--kube-api-burst=2000",
-	)
+	}, c.opts.ControllerManagerArgs...)...)
 	if err != nil {
 		return err
 	}

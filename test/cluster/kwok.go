@@ -24,15 +24,41 @@ const podReadyStage = "pod-ready"
 
 // writeKwokConfig copies kwok's Stage objects from src to dst. With a positive delay, the pod-ready
 // Stage gets spec.delay set to exactly that delay (durationMilliseconds and
-// jitterDurationMilliseconds both set to it), so rollouts progress visibly pod by pod.
-func writeKwokConfig(src, dst string, delay time.Duration) error {
+// jitterDurationMilliseconds both set to it), so rollouts progress visibly pod by pod. With a
+// positive podParallelism, a KwokConfiguration setting options.podPlayStageParallelism follows.
+func writeKwokConfig(src, dst string, delay time.Duration, podParallelism int) error {
 	data, err := os.ReadFile(src)
 	if err != nil {
 		return fmt.Errorf("reading kwok Stage objects (built by `hack/build-tools.sh cluster`): %w", err)
 	}
-	if delay <= 0 {
-		return os.WriteFile(dst, data, 0o644)
+	if delay > 0 {
+		if data, err = withPodReadyDelay(src, data, delay); err != nil {
+			return err
+		}
 	}
+	if podParallelism > 0 {
+		// kwok does not default a KwokConfiguration it reads: every option is kwok v0.8's default
+		// (SetObjectDefaults_KwokConfiguration) but the pods' parallelism; flags override them.
+		conf, err := yaml.Marshal(map[string]any{
+			"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokConfiguration",
+			"options": map[string]any{
+				"cidr": "10.0.0.0/24", "manageAllNodes": false, "enableDebuggingHandlers": true,
+				"enableContentionProfiling": false, "enableProfilingHandler": true,
+				"podPlayStageParallelism": podParallelism, "nodePlayStageParallelism": 4, "nodeLeaseParallelism": 4,
+				"podsOnNodeSyncParallelism": 1, "enablePodsOnNodeSyncListPager": true, "enablePodsOnNodeSyncStreamWatch": false,
+			},
+		})
+		if err != nil {
+			return err
+		}
+		data = append(append(data, "\n---\n"...), conf...)
+	}
+	return os.WriteFile(dst, data, 0o644)
+}
+
+// withPodReadyDelay returns the Stage objects in data (read from src) with spec.delay of the
+// pod-ready Stage set to delay. errors: data does not parse, or has no pod-ready Stage.
+func withPodReadyDelay(src string, data []byte, delay time.Duration) ([]byte, error) {
 	var out bytes.Buffer
 	found := false
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
@@ -41,11 +67,11 @@ func writeKwokConfig(src, dst string, delay time.Duration) error {
 		if errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
-			return fmt.Errorf("parsing %s: %w", src, err)
+			return nil, fmt.Errorf("parsing %s: %w", src, err)
 		}
 		var obj map[string]any
 		if err := yaml.Unmarshal(doc, &obj); err != nil {
-			return fmt.Errorf("parsing %s: %w", src, err)
+			return nil, fmt.Errorf("parsing %s: %w", src, err)
 		}
 		if obj == nil {
 			continue
@@ -53,7 +79,7 @@ func writeKwokConfig(src, dst string, delay time.Duration) error {
 		if meta, _ := obj["metadata"].(map[string]any); obj["kind"] == "Stage" && meta["name"] == podReadyStage {
 			spec, _ := obj["spec"].(map[string]any)
 			if spec == nil {
-				return fmt.Errorf("stage %s in %s has no spec", podReadyStage, src)
+				return nil, fmt.Errorf("stage %s in %s has no spec", podReadyStage, src)
 			}
 			ms := delay.Milliseconds()
 			spec["delay"] = map[string]any{"durationMilliseconds": ms, "jitterDurationMilliseconds": ms}
@@ -61,15 +87,15 @@ func writeKwokConfig(src, dst string, delay time.Duration) error {
 		}
 		doc, err = yaml.Marshal(obj)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		out.WriteString("---\n")
 		out.Write(doc)
 	}
 	if !found {
-		return fmt.Errorf("no Stage %q in %s to add the pod-ready delay to", podReadyStage, src)
+		return nil, fmt.Errorf("no Stage %q in %s to add the pod-ready delay to", podReadyStage, src)
 	}
-	return os.WriteFile(dst, out.Bytes(), 0o644)
+	return out.Bytes(), nil
 }
 
 // NodeName returns the name of fake node i (0-based).

@@ -16,7 +16,7 @@ func TestKwokConfigPodReadyDelay(t *testing.T) {
 		t.Skipf("%s not built: %v", src, err)
 	}
 	dst := filepath.Join(t.TempDir(), "kwok.yaml")
-	if err := writeKwokConfig(src, dst, 1500*time.Millisecond); err != nil {
+	if err := writeKwokConfig(src, dst, 1500*time.Millisecond, 0); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(dst)

@@ -160,9 +160,15 @@ type Stats struct {
 	CPU      time.Duration
 }
 
-// Stats reads /proc/PID/status (VmRSS) and /proc/PID/stat (utime + stime).
-func (m *Proc) Stats() (Stats, error) {
-	pid := m.cmd.Process.Pid
+// PID is the manager's process ID.
+func (m *Proc) PID() int { return m.cmd.Process.Pid }
+
+// Stats reads the manager's /proc/PID/status (VmRSS) and /proc/PID/stat (utime + stime).
+func (m *Proc) Stats() (Stats, error) { return PIDStats(m.cmd.Process.Pid) }
+
+// PIDStats reads the resident memory and CPU time so far of any process of this machine.
+// errors: the process is gone, /proc is not Linux's.
+func PIDStats(pid int) (Stats, error) {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return Stats{}, err
