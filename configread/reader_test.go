@@ -119,3 +119,43 @@ func TestWrittenCopiesAreNotReadBack(t *testing.T) {
 		t.Fatalf("%d copies kept after the Delete, want 0", kept)
 	}
 }
+
+// TestBeyondMaxEntriesTheLeastRecentlyReadGo: with more objects than MaxEntries, the copy read
+// least recently is dropped (and read again when asked for), the others are still answered
+// without a request.
+func TestBeyondMaxEntriesTheLeastRecentlyReadGo(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	var objs []client.Object
+	for _, name := range []string{"a", "b", "c"} {
+		objs = append(objs, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Data: map[string]string{"k": name}})
+	}
+	api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	now := time.Unix(0, 0)
+	c := New(api, api, Options{MaxEntries: 2, Now: func() time.Time { return now }})
+	ctx := context.Background()
+	read := func(name string) {
+		t.Helper()
+		now = now.Add(time.Second)
+		got := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: name}, got); err != nil || got.Data["k"] != name {
+			t.Fatalf("Get %s: %v, data %v", name, err, got.Data)
+		}
+	}
+	read("a")
+	read("b")
+	read("a") // b is now the least recently read
+	read("c") // beyond the bound: b goes
+	if kept, reads := c.Stats(); kept != 2 || reads != 3 {
+		t.Fatalf("kept %d, reads %d; want 2 kept (a, c) after 3 reads", kept, reads)
+	}
+	read("a")
+	read("c")
+	if _, reads := c.Stats(); reads != 3 {
+		t.Fatalf("reads %d after asking for the kept a and c again, want still 3", reads)
+	}
+	read("b")
+	if _, reads := c.Stats(); reads != 4 {
+		t.Fatalf("reads %d after asking for the dropped b, want 4", reads)
+	}
+}

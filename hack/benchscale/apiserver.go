@@ -51,8 +51,9 @@ func (a *apiserverScraper) requests(ctx context.Context) (map[string]float64, er
 }
 
 // apiserverShare renders the apiserver's requests between two scrapes, the manager's part, and
-// the most frequent kinds (verb, resource, subresource) from every client, per rollout (n).
-func apiserverShare(before, after map[string]float64, manager, n float64) string {
+// the most frequent kinds (verb, resource, subresource) from every client, per unit (n of them:
+// rollouts, Canaries).
+func apiserverShare(before, after map[string]float64, manager, n float64, unit string) string {
 	total := 0.0
 	byKind := map[string]float64{}
 	for key, v := range after {
@@ -74,6 +75,6 @@ func apiserverShare(before, after map[string]float64, manager, n float64) string
 	for _, k := range kinds[:min(len(kinds), 12)] {
 		top = append(top, fmt.Sprintf("%s %.1f", strings.ToLower(k), byKind[k]/n))
 	}
-	return fmt.Sprintf("%.0f requests (watches apart) from every client, %.1f per rollout; the manager's %.0f are %.0f %%; per rollout by kind, every client: %s",
-		total, total/n, manager, 100*manager/total, strings.Join(top, ", "))
+	return fmt.Sprintf("%.0f requests (watches apart) from every client, %.1f per %s; the manager's %.0f are %.0f %%; per %s by kind, every client: %s",
+		total, total/n, unit, manager, 100*manager/total, unit, strings.Join(top, ", "))
 }

@@ -44,7 +44,9 @@ type config struct {
 	interval, idle, timeout            time.Duration
 	rollout                            bool
 	keepLog                            string
-	managerArgs                        stringList
+	// profiles: the folder for the kube-apiserver's CPU profiles ("": none).
+	profiles    string
+	managerArgs stringList
 	// controllerManagerArgs and kwokParallelism tune the local cluster (test/cluster.Options):
 	// clusterTuning and kwokTuning unless defaultCluster.
 	controllerManagerArgs stringList
@@ -69,6 +71,7 @@ func main() {
 	flag.DurationVar(&c.timeout, "timeout", 30*time.Minute, "bound of each phase (initialization, the release)")
 	flag.BoolVar(&c.rollout, "rollout", true, "release a new image to all N targets at once and follow the runs")
 	flag.StringVar(&c.keepLog, "keep-log", "", "copy the manager's log to this file before cleaning up")
+	flag.StringVar(&c.profiles, "apiserver-profiles", "", "write 30 s CPU profiles of the kube-apiserver to this folder: one from when a quarter of the Canaries are Initialized, one from 40 s into the release (read them with go tool pprof -top bin/kube-apiserver FILE)")
 	flag.Var(&c.controllerManagerArgs, "kcm-arg", "extra kube-controller-manager flag of the local cluster (repeatable; after the tuning, so it overrides it), e.g. -kcm-arg=--concurrent-deployment-syncs=50")
 	flag.IntVar(&c.kwokParallelism, "kwok-parallelism", kwokTuning, "pods kwok moves through their stages at a time (kwok's default: 4)")
 	flag.BoolVar(&c.defaultCluster, "default-cluster", false, "run kube-controller-manager and kwok with their default parallelism (5 workers per controller, 4 pods at a time) instead of the tuning for thousands of Deployments")

@@ -32,6 +32,7 @@ func release(ctx context.Context, c config, k client.Client, tr *tracker, m *man
 	}
 	s.resetPeak()
 	cpu0 := cpuNow(r.pids)
+	r.profiles = append(r.profiles, apiserverProfile(ctx, r.apiserver, c.profiles, "apiserver-release", 40*time.Second, 30*time.Second))
 	var mu sync.Mutex
 	changed := map[client.ObjectKey]time.Time{}
 	start := time.Now()
@@ -97,7 +98,7 @@ func release(ctx context.Context, c config, k client.Client, tr *tracker, m *man
 	r.releaseFailures = failures(before, after)
 	r.releaseThrottled = throttledBetween(before, after)
 	r.releaseQueue = canaryQueue(before, after)
-	r.releaseAPIServer = apiserverShare(apiBefore, apiAfter, r.releaseRequests.canaryTotal(), float64(len(as)))
+	r.releaseAPIServer = apiserverShare(apiBefore, apiAfter, r.releaseRequests.canaryTotal(), float64(len(as)), "rollout")
 	r.eventsEmitted = after.Sum("sluice_events_emitted_total") - before.Sum("sluice_events_emitted_total")
 	r.eventsWritten = after.Sum("sluice_events_written_total") - before.Sum("sluice_events_written_total")
 	r.eventsRejected = after.Sum("sluice_events_rejected_total") - before.Sum("sluice_events_rejected_total")

@@ -139,8 +139,12 @@ type report struct {
 	initThrottled, releaseThrottled     float64
 	initQueue, releaseQueue             queueStats
 	// apiserver reads the kube-apiserver's request counts; releaseAPIServer is the release's.
-	apiserver        *apiserverScraper
-	releaseAPIServer string
+	apiserver                       *apiserverScraper
+	initAPIServer, releaseAPIServer string
+	// profiles deliver the kube-apiserver's CPU profiles (-apiserver-profiles); profilePaths are
+	// their files (or errors).
+	profiles     []<-chan string
+	profilePaths []string
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
@@ -166,6 +170,7 @@ func (r *report) print(w io.Writer) {
 	row("time to all Initialized", "%s (%s)", secs(r.initSpan()), r.initRates())
 	row("the canary controller while initializing", "%s", r.initQueue.String(n))
 	row("CPU while initializing, by process (cores)", "%s", r.initCPU)
+	row("the kube-apiserver while initializing (until the manager was quiet)", "%s", r.initAPIServer)
 	idleS := r.idleWall.Seconds()
 	row("idle API requests/s", "%.3f (%s); leader election %.2f/s apart", r.idleRequests.canaryTotal()/idleS,
 		r.idleRequests.line(idleS, "%.3f/s"), (r.idleRequests.total()-r.idleRequests.canaryTotal())/idleS)
@@ -207,6 +212,9 @@ func (r *report) print(w io.Writer) {
 		r.throttled, r.initThrottled, r.releaseThrottled, r.throttleSeconds, r.tooMany)
 	fmt.Fprintf(w, "\ninitialization requests per Canary: %.1f (%s)\n", r.initRequests.canaryTotal()/n, r.initRequests.line(n, "%.2f"))
 	fmt.Fprintf(w, "refused requests: initialization %s; release %s\n", r.initFailures.line(1, "%.0f"), r.releaseFailures.line(1, "%.0f"))
+	if len(r.profilePaths) > 0 {
+		fmt.Fprintf(w, "kube-apiserver CPU profiles (30 s each): %s\n", strings.Join(r.profilePaths, ", "))
+	}
 	if r.releaseErr != nil {
 		fmt.Fprintf(w, "release: %v\n", r.releaseErr)
 	}

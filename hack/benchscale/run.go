@@ -121,6 +121,11 @@ func run(ctx context.Context, c config) (err error) {
 	r.tooMany = last.Sum("sluice_kube_api_requests_total", "code", "429")
 	r.goroutines = last.Sum("go_goroutines")
 	r.heapInuse = last.Sum("go_memstats_heap_inuse_bytes")
+	for _, p := range r.profiles {
+		if path, ok := <-p; ok {
+			r.profilePaths = append(r.profilePaths, path)
+		}
+	}
 	r.print(os.Stdout)
 	return nil
 }
@@ -152,6 +157,10 @@ func initialize(ctx context.Context, c config, k client.Client, tr *tracker, m *
 	if err != nil {
 		return err
 	}
+	apiBefore, err := r.apiserver.requests(ctx)
+	if err != nil {
+		return err
+	}
 	say("creating %d Canaries", len(as))
 	s.resetPeak()
 	cpu0 := cpuNow(r.pids)
@@ -162,8 +171,13 @@ func initialize(ctx context.Context, c config, k client.Client, tr *tracker, m *
 		return err
 	}
 	r.canariesCreated = time.Since(start)
+	profiling := false
 	if err := waitFor(ctx, c.timeout, "initialization", m, func() (bool, string) {
 		n := len(tr.initializedTimes())
+		if !profiling && n >= len(as)/4 {
+			profiling = true
+			r.profiles = append(r.profiles, apiserverProfile(ctx, r.apiserver, c.profiles, "apiserver-initialization", 0, 30*time.Second))
+		}
 		return n == len(as), fmt.Sprintf("%d/%d Initialized, phases %v", n, len(as), tr.phases(ctx))
 	}); err != nil {
 		return err
@@ -181,6 +195,11 @@ func initialize(ctx context.Context, c config, k client.Client, tr *tracker, m *
 		return err
 	}
 	r.initRequests = delta(before, after)
+	apiAfter, err := r.apiserver.requests(ctx)
+	if err != nil {
+		return err
+	}
+	r.initAPIServer = apiserverShare(apiBefore, apiAfter, r.initRequests.canaryTotal(), float64(len(as)), "Canary")
 	r.initFailures = failures(before, after)
 	r.initThrottled = throttledBetween(before, after)
 	r.initQueue = canaryQueue(before, after)
