@@ -85,7 +85,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, max
 
 // notOwnRouteWrite passes every route event but the creation or update that shows exactly the
 // version a write of our Routers produced (providers.IsOwnWrite): the tick that wrote it already
-// planned with it, so its echo would only cost a tick (about six per run). A deletion always
+// planned with it, so its echo would only cost a tick (one per route write). A deletion always
 // passes, as does any version someone else wrote, and our own write once the memory of it is
 // gone: skipping is an optimization that never hides another writer's change.
 func (r *Reconciler) notOwnRouteWrite() predicate.Predicate {
