@@ -11,23 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/scheme"
 )
-
-// countingReader counts the pod lists read around the cache.
-type countingReader struct {
-	client.Reader
-	podLists int
-}
-
-func (c *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if _, ok := list.(*corev1.PodList); ok {
-		c.podLists++
-	}
-	return c.Reader.List(ctx, list, opts...)
-}
 
 // TestPrimaryPodsAreReadForACauseOnlyAfterTheGrace: while an initialization has waited less than
 // podDiagnosisGrace for its primary, no pod is listed (a thousand Canaries initializing at once
@@ -47,15 +35,22 @@ func TestPrimaryPodsAreReadForACauseOnlyAfterTheGrace(t *testing.T) {
 		return &sluicev1.Canary{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"},
 			Status: sluicev1.CanaryStatus{Phase: sluicev1.CanaryPhaseInitializing, LastTransitionTime: &metav1.Time{Time: now.Add(-d)}}}
 	}
-	reader := &countingReader{Reader: fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(pod).Build()}
+	podLists := 0 // the pod lists read around the cache
+	reader := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(pod).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*corev1.PodList); ok {
+				podLists++
+			}
+			return c.List(ctx, list, opts...)
+		}}).Build()
 	r := &Reconciler{APIReader: reader}
 
-	if got := r.primaryWaitingOn(ctx, now, initializingFor(podDiagnosisGrace/2), deployment{primary()}, false); got != "" || reader.podLists != 0 {
-		t.Fatalf("within the grace: cause %q after %d pod lists; want none and no list", got, reader.podLists)
+	if got := r.primaryWaitingOn(ctx, now, initializingFor(podDiagnosisGrace/2), deployment{primary()}, false); got != "" || podLists != 0 {
+		t.Fatalf("within the grace: cause %q after %d pod lists; want none and no list", got, podLists)
 	}
 	got := r.primaryWaitingOn(ctx, now, initializingFor(podDiagnosisGrace+time.Second), deployment{primary()}, false)
-	if !strings.Contains(got, "ImagePullBackOff") || reader.podLists != 1 {
-		t.Fatalf("after the grace: cause %q after %d pod lists; want the pod's ImagePullBackOff from one list", got, reader.podLists)
+	if !strings.Contains(got, "ImagePullBackOff") || podLists != 1 {
+		t.Fatalf("after the grace: cause %q after %d pod lists; want the pod's ImagePullBackOff from one list", got, podLists)
 	}
 	quota := primary()
 	quota.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue,

@@ -66,10 +66,7 @@ func apiserverShare(before, after map[string]float64, manager, n float64, unit s
 		return "n/a"
 	}
 	kinds := slices.SortedFunc(maps.Keys(byKind), func(a, b string) int {
-		if c := cmp.Compare(byKind[b], byKind[a]); c != 0 {
-			return c
-		}
-		return strings.Compare(a, b)
+		return cmp.Or(cmp.Compare(byKind[b], byKind[a]), strings.Compare(a, b))
 	})
 	var top []string
 	for _, k := range kinds[:min(len(kinds), 12)] {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"slices"
@@ -50,13 +51,7 @@ func cpuShare(before, after processCPU, wall time.Duration, cores int) string {
 		total += c
 	}
 	slices.SortFunc(uses, func(a, b use) int {
-		if a.cores != b.cores {
-			if a.cores > b.cores {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.name, b.name)
+		return cmp.Or(cmp.Compare(b.cores, a.cores), strings.Compare(a.name, b.name))
 	})
 	parts := make([]string, 0, len(uses))
 	for _, u := range uses {
