@@ -128,6 +128,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	defer func() {
 		result, retErr = tick.End(ctx, result, retErr)
 		result = nextLook(canary, result, retErr) // requeue.go: idle is free
+		result.Priority = new(nextLookPriority(canary)) // priority.go: under load, runs nearest their end first
 	}()
 
 	if !canary.DeletionTimestamp.IsZero() {

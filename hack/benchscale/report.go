@@ -162,7 +162,11 @@ func (r *report) print(w io.Writer) {
 	if r.cfg.kwokParallelism > 0 {
 		kwok = fmt.Sprintf("kwok %d pods at a time", r.cfg.kwokParallelism)
 	}
-	fmt.Fprintf(w, "local cluster: kube-controller-manager %s; %s\n\n", cmp.Or(r.cfg.controllerManagerArgs.String(), "with its defaults"), kwok)
+	gogc := "Go's default GOGC"
+	if r.cfg.componentGOGC > 0 {
+		gogc = fmt.Sprintf("GOGC=%d for every component", r.cfg.componentGOGC)
+	}
+	fmt.Fprintf(w, "local cluster: kube-controller-manager %s; %s; %s; clients authenticate with a token\n\n", cmp.Or(r.cfg.controllerManagerArgs.String(), "with its defaults"), kwok, gogc)
 	fmt.Fprintln(w, "| measure | value |")
 	fmt.Fprintln(w, "|---|---|")
 	row := func(k, format string, args ...any) { fmt.Fprintf(w, "| %s | %s |\n", k, fmt.Sprintf(format, args...)) }

@@ -49,7 +49,8 @@ func run(ctx context.Context, c config) (err error) {
 	nodes := pods/podsPerNode + 1
 	say("starting the local cluster (%d fake nodes)", nodes)
 	cl, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(dir, "cluster"), Nodes: nodes,
-		ControllerManagerArgs: c.controllerManagerArgs, KwokPodParallelism: c.kwokParallelism})
+		ControllerManagerArgs: c.controllerManagerArgs, KwokPodParallelism: c.kwokParallelism,
+		ComponentGOGC: c.componentGOGC})
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,7 @@
 // The binaries come from bin/ (`hack/build-tools.sh cluster`). State lives in Options.Dir:
 //
 //	kubeconfig          cluster-admin kubeconfig (credentials embedded)
-//	pki/                ca.crt, apiserver.{crt,key}, admin.{crt,key}, front-proxy-client.{crt,key}, sa.{key,pub}
+//	pki/                ca.crt, apiserver.{crt,key}, front-proxy-client.{crt,key}, sa.{key,pub}, tokens.csv (the admin's)
 //	logs/NAME.log       output of each component
 //	pids/NAME.pid       "PID BINARY" of each component (see StopRecorded)
 //	etcd/, kwok.yaml    etcd's data, kwok's Stage objects
@@ -80,6 +80,10 @@ type Options struct {
 	// KwokPodParallelism is how many pods kwok moves through their stages (Pending → Running →
 	// Ready, deletion) at a time. Default kwok's (4).
 	KwokPodParallelism int
+	// ComponentGOGC is the GOGC of etcd, kube-apiserver, kube-controller-manager, kube-scheduler
+	// and kwok (not of this process or anything else it starts). Default 0: Go's (100). A higher
+	// value trades the components' memory for CPU when thousands of objects change at once.
+	ComponentGOGC int
 	// Injector, when set, runs the simulated Linkerd proxy injector in this process.
 	Injector *InjectorOptions
 	// Detach leaves the components running when this process exits (no Pdeathsig): stop them with
@@ -213,7 +217,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	pki := newPKIFiles(filepath.Join(c.dir, "pki"))
-	ca, admin, err := writePKI(pki)
+	ca, adminToken, err := writePKI(pki)
 	if err != nil {
 		return fmt.Errorf("cluster: writing certificates: %w", err)
 	}
@@ -222,9 +226,11 @@ func (c *Cluster) start(ctx context.Context) error {
 	c.restConfig = &rest.Config{
 		Host: apiURL,
 		TLSClientConfig: rest.TLSClientConfig{
-			CAData: ca.certPEM, CertData: admin.certPEM, KeyData: admin.keyPEM,
+			CAData: ca.certPEM,
 		},
-		QPS: 500, Burst: 1000,
+		BearerToken: adminToken,
+		QPS:         500,
+		Burst:       1000,
 	}
 	c.kubeconfig = filepath.Join(c.dir, "kubeconfig")
 	if err := writeKubeconfig(c.kubeconfig, c.restConfig); err != nil {
@@ -262,7 +268,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		// With 127.0.0.1 as advertise address the default lease reconciler fails endlessly.
 		"--endpoint-reconciler-type=none",
 		"--tls-cert-file="+pki.apiserverCert, "--tls-private-key-file="+pki.apiserverKey,
-		"--client-ca-file="+pki.caCert,
+		"--client-ca-file="+pki.caCert, "--token-auth-file="+pki.adminTokens,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+pki.serviceAccountPublicKey,
 		"--service-account-signing-key-file="+pki.serviceAccountKey,
@@ -290,7 +296,7 @@ func (c *Cluster) start(ctx context.Context) error {
 			return err
 		}
 	}
-	// kube-controller-manager and kube-scheduler authenticate with the admin client certificate.
+	// kube-controller-manager and kube-scheduler authenticate with the admin token.
 	kcm, err := c.run(KubeControllerManager, append([]string{
 		"--kubeconfig=" + c.kubeconfig, "--authentication-kubeconfig=" + c.kubeconfig,
 		"--authorization-kubeconfig=" + c.kubeconfig,
@@ -369,8 +375,12 @@ func (c *Cluster) startInjector(ctx context.Context) error {
 
 // run starts a component from BinDir.
 func (c *Cluster) run(name string, args ...string) (*process, error) {
+	var env []string
+	if c.opts.ComponentGOGC > 0 {
+		env = []string{"GOGC=" + strconv.Itoa(c.opts.ComponentGOGC)}
+	}
 	p, err := startProcess(name, filepath.Join(c.opts.BinDir, name),
-		filepath.Join(c.dir, "logs", name+".log"), c.opts.Detach, args...)
+		filepath.Join(c.dir, "logs", name+".log"), c.opts.Detach, env, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -448,7 +458,7 @@ func insecureClient() *http.Client {
 func writeKubeconfig(path string, cfg *rest.Config) error {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["local"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
 	kc.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "admin"}
 	kc.CurrentContext = "local"
 	return clientcmd.WriteToFile(*kc, path)

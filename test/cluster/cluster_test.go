@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,8 +35,9 @@ func TestClusterRollsWorkloadsAndInjectsProxies(t *testing.T) {
 	ctx := t.Context()
 	t0 := time.Now()
 	c, err := cluster.Start(ctx, cluster.Options{
-		Injector: &cluster.InjectorOptions{Version: oldProxy, Logf: t.Logf},
-		Logf:     t.Logf,
+		Injector:      &cluster.InjectorOptions{Version: oldProxy, Logf: t.Logf},
+		ComponentGOGC: 300,
+		Logf:          t.Logf,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +54,8 @@ func TestClusterRollsWorkloadsAndInjectsProxies(t *testing.T) {
 		t.Fatalf("kubeconfig: %v", err)
 	}
 	cs := kubernetes.NewForConfigOrDie(c.RESTConfig())
+	assertComponentsGOGC(t, pids, "300")
+	assertAdminToken(t, c, cs)
 
 	createNamespace(t, cs, "app", map[string]string{injector.LabelInject: injector.InjectEnabled}, nil)
 	createNamespace(t, cs, "pinned", map[string]string{injector.LabelInject: injector.InjectEnabled},
@@ -361,4 +366,40 @@ func rssReport(pids map[string]int) string {
 		}
 	}
 	return fmt.Sprintf("%d MiB total (%s)", total/1024, strings.Join(parts, ", "))
+}
+
+// assertComponentsGOGC: every component runs with GOGC=want in its environment (Options.ComponentGOGC),
+// and this process's own environment is left alone.
+func assertComponentsGOGC(t *testing.T, pids map[string]int, want string) {
+	t.Helper()
+	if got, ok := os.LookupEnv("GOGC"); ok && got == want {
+		t.Fatalf("the test process itself has GOGC=%s", got)
+	}
+	for name, pid := range pids {
+		environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !slices.Contains(strings.Split(string(environ), "\x00"), "GOGC="+want) {
+			t.Fatalf("%s (pid %d) runs without GOGC=%s", name, pid, want)
+		}
+	}
+}
+
+// assertAdminToken: clients authenticate with the admin's bearer token (no client certificate),
+// and the apiserver takes it for sluice-admin in system:masters.
+func assertAdminToken(t *testing.T, c *cluster.Cluster, cs kubernetes.Interface) {
+	t.Helper()
+	cfg := c.RESTConfig()
+	if cfg.BearerToken == "" || len(cfg.CertData) > 0 || len(cfg.KeyData) > 0 {
+		t.Fatalf("admin config: token set %t, client certificate set %t; want a token only", cfg.BearerToken != "", len(cfg.CertData) > 0)
+	}
+	review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(t.Context(), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := review.Status.UserInfo
+	if user.Username != "sluice-admin" || !slices.Contains(user.Groups, "system:masters") {
+		t.Fatalf("the admin token authenticates as %q in %v, want sluice-admin in system:masters", user.Username, user.Groups)
+	}
 }
