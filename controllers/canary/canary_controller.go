@@ -127,8 +127,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	defer func() {
 		result, retErr = tick.End(ctx, result, retErr)
-		result = nextLook(canary, result, retErr) // requeue.go: idle is free
-		result.Priority = new(nextLookPriority(canary)) // priority.go: under load, runs nearest their end first
+		// requeue.go: idle is free; priority.go: under load, the runs nearest their end go first.
+		result = nextLook(canary, result, retErr)
+		result.Priority = new(nextLookPriority(canary))
 	}()
 
 	if !canary.DeletionTimestamp.IsZero() {
