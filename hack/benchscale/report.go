@@ -191,11 +191,13 @@ func (r *report) print(w io.Writer) {
 		row("release of all N at once", "median %s, p95 %s, max %s = %.2f× / %.2f× / %.2f× of interval × steps (%s); %d/%d runs ended, %d failed; all targets changed in %s",
 			secs(med), secs(p95), secs(mx), med.Seconds()/limit.Seconds(), p95.Seconds()/limit.Seconds(), mx.Seconds()/limit.Seconds(),
 			limit, len(r.runs), r.cfg.n, r.runsFailed, secs(r.releasePatched))
-		med1, _, _ := quantiles(r.toProgressing)
+		// A run waits to start while the runs ahead of it go first (the queue's priority): the
+		// start's p95 and max show how long the last ones waited.
+		med1, p951, max1 := quantiles(r.toProgressing)
 		med2, _, _ := quantiles(r.steps)
 		med3, _, _ := quantiles(r.promotions)
-		row("where a run's time goes (medians)", "target change → Progressing %s; Progressing → Promoting (%d steps and checks) %s; Promoting → Succeeded %s",
-			secs(med1), steps, secs(med2), secs(med3))
+		row("where a run's time goes (medians)", "target change → Progressing %s (p95 %s, max %s); Progressing → Promoting (%d steps and checks) %s; Promoting → Succeeded %s",
+			secs(med1), secs(p951), secs(max1), steps, secs(med2), secs(med3))
 		if len(r.stepGaps) > 0 {
 			gm, gp, gx := quantiles(r.stepGaps)
 			row("the checks' cadence (a canary weight → the next, the last → Promoting; the interval is the aim)", "median %s, p95 %s, max %s (%d gaps)",
