@@ -20,12 +20,12 @@ func priorityLine(s sluicev1.CanaryStatus, res ctrl.Result) string {
 	return fmt.Sprintf("%s iterations=%d failed=%d priority=%s", s.Phase, s.Iterations, s.FailedChecks, p)
 }
 
-// TestUnderLoadTheRunsNearestTheirEndGoFirst: every tick asks the priority queue for a priority by
-// where its run stands: 0 outside a run (as a watch event), rising with each check while
-// Progressing, higher for the promotion, highest once a check failed (a rollback may be due). A
-// run's priority never falls until it ends, so among due ticks the runs with the least work left
-// are served first.
-func TestUnderLoadTheRunsNearestTheirEndGoFirst(t *testing.T) {
+// TestUnderLoadTheChecksOfLiveCanariesGoFirst: every tick asks the priority queue for a priority by
+// where its run stands: 0 outside a run (as a watch event), higher while the run starts (no
+// traffic on the canary yet), higher again once the canary is live (traffic on it, a check done,
+// the promotion), highest once a check failed (a rollback may be due). A run's priority never
+// falls until it ends.
+func TestUnderLoadTheChecksOfLiveCanariesGoFirst(t *testing.T) {
 	t.Run("a good run", func(t *testing.T) {
 		h := newHarness(t)
 		h.app(2, "6.0.0")
@@ -34,12 +34,12 @@ func TestUnderLoadTheRunsNearestTheirEndGoFirst(t *testing.T) {
 		for i := 0; i < 10 && h.last.Phase != sluicev1.CanaryPhaseInitialized; i++ {
 			res := h.tick()
 			lines = append(lines, priorityLine(h.canary().Status, res))
-			if res.Priority == nil || *res.Priority != 0 {
-				t.Fatalf("initialization asked for priority %v, want 0 (as a watch event)\n%s", res.Priority, strings.Join(lines, "\n"))
+			if res.Priority == nil || *res.Priority != priorityOutsideARun {
+				t.Fatalf("initialization asked for priority %v, want %d (as a watch event)\n%s", res.Priority, priorityOutsideARun, strings.Join(lines, "\n"))
 			}
 		}
 		h.setImage("6.0.1")
-		last := 0
+		last, sawStarting := 0, false
 		for i := 0; i < 40 && h.last.Phase != sluicev1.CanaryPhaseSucceeded; i++ {
 			res := h.tick()
 			s := h.canary().Status
@@ -48,19 +48,17 @@ func TestUnderLoadTheRunsNearestTheirEndGoFirst(t *testing.T) {
 				t.Fatalf("a tick left the priority unset\n%s", strings.Join(lines, "\n"))
 			}
 			got := *res.Priority
-			switch s.Phase {
-			case sluicev1.CanaryPhaseProgressing:
-				if want := priorityProgressing + int(s.Iterations); got != want {
-					t.Fatalf("Progressing after %d checks asked for priority %d, want %d\n%s", s.Iterations, got, want, strings.Join(lines, "\n"))
-				}
-			case sluicev1.CanaryPhasePromoting, sluicev1.CanaryPhaseFinalising:
-				if got != priorityPromotion {
-					t.Fatalf("%s asked for priority %d, want %d\n%s", s.Phase, got, priorityPromotion, strings.Join(lines, "\n"))
-				}
-			case sluicev1.CanaryPhaseSucceeded:
-				if got != 0 {
-					t.Fatalf("Succeeded asked for priority %d, want 0\n%s", got, strings.Join(lines, "\n"))
-				}
+			want := priorityLiveCanary
+			switch {
+			case s.Phase == sluicev1.CanaryPhaseSucceeded:
+				want = priorityOutsideARun
+			case s.Phase == sluicev1.CanaryPhaseProgressing && s.CanaryWeight == 0 && s.Iterations == 0:
+				want, sawStarting = priorityRunStarting, true
+			}
+			if got != want {
+				t.Fatalf("%s at weight %d after %d checks asked for priority %d, want %d\n%s", s.Phase, s.CanaryWeight, s.Iterations, got, want, strings.Join(lines, "\n"))
+			}
+			if s.Phase == sluicev1.CanaryPhaseSucceeded {
 				continue
 			}
 			if got < last {
@@ -68,8 +66,9 @@ func TestUnderLoadTheRunsNearestTheirEndGoFirst(t *testing.T) {
 			}
 			last = got
 		}
-		if h.last.Phase != sluicev1.CanaryPhaseSucceeded || last != priorityPromotion {
-			t.Fatalf("run ended in %s with a last priority of %d, want Succeeded after %d\n%s", h.last.Phase, last, priorityPromotion, strings.Join(lines, "\n"))
+		if h.last.Phase != sluicev1.CanaryPhaseSucceeded || last != priorityLiveCanary || !sawStarting {
+			t.Fatalf("run ended in %s with a last priority of %d (a starting tick seen: %t), want Succeeded after %d and a start at %d\n%s",
+				h.last.Phase, last, sawStarting, priorityLiveCanary, priorityRunStarting, strings.Join(lines, "\n"))
 		}
 	})
 	t.Run("a failing run", func(t *testing.T) {
