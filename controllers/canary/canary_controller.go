@@ -127,7 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	defer func() {
 		result, retErr = tick.End(ctx, result, retErr)
-		// requeue.go: idle is free; priority.go: under load, the runs nearest their end go first.
+		// requeue.go: idle is free; priority.go: under load, the checks of live canaries go first.
 		result = nextLook(canary, result, retErr)
 		result.Priority = new(nextLookPriority(canary))
 	}()

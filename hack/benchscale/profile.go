@@ -9,9 +9,9 @@ import (
 )
 
 // apiserverProfile takes a CPU profile of the kube-apiserver (its /debug/pprof, on by default)
-// for length, after waiting delay, and writes it to dir/name.prof (dir is created), so where the shared apiserver
-// spends a phase can be read with `go tool pprof -top bin/kube-apiserver FILE`. It runs in the
-// background; done receives the file's path or the error (nil when dir is "").
+// for length, after waiting delay, and writes it to dir/name.prof (creating dir), so where the
+// shared apiserver spends a phase can be read with `go tool pprof -top bin/kube-apiserver FILE`.
+// It runs in the background; done receives the file's path or the error (nil when dir is "").
 func apiserverProfile(ctx context.Context, a *apiserverScraper, dir, name string, delay, length time.Duration) <-chan string {
 	done := make(chan string, 1)
 	if dir == "" {
