@@ -219,7 +219,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	pki := newPKIFiles(filepath.Join(c.dir, "pki"))
 	ca, adminToken, err := writePKI(pki)
 	if err != nil {
-		return fmt.Errorf("cluster: writing certificates: %w", err)
+		return fmt.Errorf("cluster: writing certificates and the admin token: %w", err)
 	}
 	c.ca = ca
 	apiURL := "https://127.0.0.1:" + strconv.Itoa(p.apiserver)

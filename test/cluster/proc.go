@@ -29,10 +29,10 @@ type process struct {
 }
 
 // startProcess runs bin with args and, on top of this process's environment, env ("NAME=value"),
-// appending stdout and stderr to logPath. Unless detached, the
-// child gets SIGKILL when this process dies (Pdeathsig on Linux). Linux sends Pdeathsig when the
-// forking *thread* exits, so the goroutine that starts the child keeps its OS thread locked until
-// the child has exited: the Go runtime never ends a locked thread while its goroutine runs.
+// appending stdout and stderr to logPath. Unless detached, the child gets SIGKILL when this
+// process dies (Pdeathsig on Linux). Linux sends Pdeathsig when the forking *thread* exits, so the
+// goroutine that starts the child keeps its OS thread locked until the child has exited: the Go
+// runtime never ends a locked thread while its goroutine runs.
 func startProcess(name, bin, logPath string, detached bool, env []string, args ...string) (*process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
