@@ -35,12 +35,20 @@ import (
 //     cache indexes, so a tick's work does not grow with the number of Canaries;
 //   - idle Canaries are not requeued (requeue.go).
 
-// indexRunning indexes Canaries with a run in flight under "true".
-const indexRunning = "status.running"
+// indexRunning indexes Canaries with a run in flight under "true", and those whose run waits
+// for the cap on runs in flight (--max-progressing) under indexRunningCapped.
+const (
+	indexRunning       = "status.running"
+	indexRunningCapped = "capped"
+)
 
 func indexRunningValue(o client.Object) []string {
-	if runningPhases[o.(*sluicev1.Canary).Status.Phase] {
+	c := o.(*sluicev1.Canary)
+	switch {
+	case runningPhases[c.Status.Phase]:
 		return []string{"true"}
+	case c.Status.Phase == sluicev1.CanaryPhaseWaiting && heldByCap(c):
+		return []string{indexRunningCapped}
 	}
 	return nil
 }

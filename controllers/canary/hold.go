@@ -3,9 +3,11 @@ package canary
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
@@ -49,10 +51,12 @@ func (r *Reconciler) hold(ctx context.Context, canary *sluicev1.Canary, o plan.O
 		return nil, nil, err
 	}
 	if n >= r.MaxProgressing {
+		// The message does not count the runs: a count that moves would rewrite the status of
+		// every waiting Canary at each of its looks.
 		return &plan.Hold{Reason: sluicev1.ReasonRolloutCapReached,
-			Message: fmt.Sprintf("%d canaries progressing, the cap is %d (--max-progressing)", n, r.MaxProgressing)}, nil, nil
+			Message: fmt.Sprintf("the cap of %d runs at once is reached (--max-progressing); the run starts when a slot frees", r.MaxProgressing)}, nil, nil
 	}
-	r.cap.admit(canary, o.Now)
+	r.cap.admit(canary, o.Revision, o.Now)
 	return nil, nil, nil
 }
 
@@ -60,7 +64,13 @@ func (r *Reconciler) hold(ctx context.Context, canary *sluicev1.Canary, o plan.O
 // few seconds whose status the cache may not show yet.
 type rolloutCap struct {
 	mu       sync.Mutex
-	admitted map[types.NamespacedName]time.Time
+	admitted map[types.NamespacedName]admission
+}
+
+// admission is a run this process let start: when, and the revision it runs.
+type admission struct {
+	at       time.Time
+	revision string
 }
 
 // admissionMemory is how long an admitted run is counted before the cache must show it.
@@ -72,7 +82,8 @@ func (c *rolloutCap) running(ctx context.Context, r *Reconciler, self *sluicev1.
 		return 0, fmt.Errorf("listing canaries: %w", err)
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	admitted := maps.Clone(c.admitted)
+	c.mu.Unlock()
 	counted := map[types.NamespacedName]bool{}
 	for i := range list.Items {
 		cn := &list.Items[i]
@@ -84,9 +95,9 @@ func (c *rolloutCap) running(ctx context.Context, r *Reconciler, self *sluicev1.
 			counted[key] = true
 		}
 	}
-	for key, at := range c.admitted {
-		if now.Sub(at) > admissionMemory {
-			delete(c.admitted, key)
+	for key, a := range admitted {
+		if counted[key] || now.Sub(a.at) > admissionMemory || c.shownByCache(ctx, r, key, a) {
+			c.forget(key, a) // the cache shows the run (in flight or ended): it counts from there
 			continue
 		}
 		if key.Namespace != self.Namespace || key.Name != self.Name {
@@ -96,11 +107,30 @@ func (c *rolloutCap) running(ctx context.Context, r *Reconciler, self *sluicev1.
 	return len(counted), nil
 }
 
-func (c *rolloutCap) admit(canary *sluicev1.Canary, now time.Time) {
+// shownByCache reports whether the cache shows the admitted run started (its revision applied) or
+// the Canary gone: a run that ended before any count saw it in flight frees its slot too.
+func (c *rolloutCap) shownByCache(ctx context.Context, r *Reconciler, key types.NamespacedName, a admission) bool {
+	cn := &sluicev1.Canary{}
+	if err := r.Get(ctx, key, cn); err != nil {
+		return apierrors.IsNotFound(err)
+	}
+	return cn.Status.LastAppliedSpec == a.revision
+}
+
+// forget drops an admission unless it was renewed meanwhile.
+func (c *rolloutCap) forget(key types.NamespacedName, a admission) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.admitted[key] == a {
+		delete(c.admitted, key)
+	}
+}
+
+func (c *rolloutCap) admit(canary *sluicev1.Canary, revision string, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.admitted == nil {
-		c.admitted = map[types.NamespacedName]time.Time{}
+		c.admitted = map[types.NamespacedName]admission{}
 	}
-	c.admitted[types.NamespacedName{Namespace: canary.Namespace, Name: canary.Name}] = now
+	c.admitted[types.NamespacedName{Namespace: canary.Namespace, Name: canary.Name}] = admission{at: now, revision: revision}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -52,17 +53,45 @@ func startManagerWithMetrics(t *testing.T, ns, leaseID string, analyzer *scripte
 // startManagerWith is startManagerWithMetrics with the notifier's timeout per delivery.
 func startManagerWith(t *testing.T, ns, leaseID string, analyzer *scriptedAnalyzer, metricsAddr string, notifyTimeout time.Duration) *runningManager {
 	t.Helper()
+	return startManagerConfigured(t, managerConfig{leaseNamespace: ns, leaseID: leaseID, analyzer: analyzer,
+		metricsAddr: metricsAddr, notifyTimeout: notifyTimeout})
+}
+
+// managerConfig configures startManagerConfigured.
+type managerConfig struct {
+	// leaseNamespace and leaseID: leader election with that Lease when leaseID is set.
+	leaseNamespace, leaseID string
+	analyzer                *scriptedAnalyzer
+	// metricsAddr serves /metrics ("0": off).
+	metricsAddr   string
+	notifyTimeout time.Duration
+	// namespaces, when set, are the only namespaces the manager's cache sees (as --namespace).
+	namespaces []string
+	// options of the canary controller.
+	options Options
+}
+
+// startManagerConfigured runs a manager with the canary controller against env.
+func startManagerConfigured(t *testing.T, mc managerConfig) *runningManager {
+	t.Helper()
 	opts := ctrl.Options{
 		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                metricsserver.Options{BindAddress: mc.metricsAddr},
 		HealthProbeBindAddress: "0",
 		// Several managers run in one test process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	}
+	if len(mc.namespaces) > 0 {
+		opts.Cache.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range mc.namespaces {
+			opts.Cache.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	analyzer, leaseID := mc.analyzer, mc.leaseID
 	if leaseID != "" {
 		opts.LeaderElection = true
 		opts.LeaderElectionID = leaseID
-		opts.LeaderElectionNamespace = ns
+		opts.LeaderElectionNamespace = mc.leaseNamespace
 		opts.LeaseDuration = ptrDuration(4 * time.Second)
 		opts.RenewDeadline = ptrDuration(3 * time.Second)
 		opts.RetryPeriod = ptrDuration(500 * time.Millisecond)
@@ -80,7 +109,7 @@ func startManagerWith(t *testing.T, ns, leaseID string, analyzer *scriptedAnalyz
 	r := &Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: events, Clock: clock.RealClock{},
 		Analyzer: analyzer, Routers: map[sluicev1.Provider]providers.Router{sluicev1.ProviderGatewayAPI: gatewayapi.New(c),
 			sluicev1.ProviderKubernetes: kubernetes.New(c)},
-		Gates: gates, Notifier: notify.New(c, notify.Options{Timeout: notifyTimeout})}
+		Gates: gates, Notifier: notify.New(c, notify.Options{Timeout: mc.notifyTimeout}), Options: mc.options}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := r.SetupWithManager(ctx, mgr, managerWorkers); err != nil {
 		t.Fatal(err)

@@ -67,6 +67,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, max
 			return kindSecret + "/" + o.GetName()
 		})), builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent, RateLimiter: errorBackoff()})
+	if r.MaxProgressing > 0 {
+		// A run that ends wakes the run waiting longest for the cap (capwake.go).
+		b = b.Watches(&sluicev1.Canary{}, r.capWakeHandler())
+	}
 	mapper := mgr.GetRESTMapper()
 	// Generated routes are owned; a user's route named by routeRef is watched through the index, so
 	// an outside edit of its weights is put back at once, not at the next step.

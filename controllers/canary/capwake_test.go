@@ -1,0 +1,93 @@
+package canary
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+)
+
+// TestCapStartsTheWaitingRunWhenARunEnds: with --max-progressing=1 a second new revision waits
+// (phase Waiting, reason RolloutCapReached, a message that does not change while it waits, so
+// its looks write nothing), and the moment the run in flight ends it starts — not at its next
+// look, an interval (10 minutes here) later.
+func TestCapStartsTheWaitingRunWhenARunEnds(t *testing.T) {
+	first, second := newHarness(t), newHarness(t)
+	for _, h := range []*harness{first, second} {
+		h.app(1, "1")
+		playDeploymentController(t, h.ns)
+	}
+	startManagerConfigured(t, managerConfig{analyzer: &scriptedAnalyzer{}, metricsAddr: "0", notifyTimeout: 2 * time.Second,
+		namespaces: []string{first.ns, second.ns}, options: Options{MaxProgressing: 1}})
+	quick := fastCanary(first.ns)
+	first.create(quick)
+	patient := fastCanary(second.ns)
+	patient.Spec.Analysis.Interval = "10m"
+	second.create(patient)
+	for _, h := range []*harness{first, second} {
+		waitFor(t, h.ns, "podinfo", 30*time.Second, "Initialized", func(c *sluicev1.Canary) bool {
+			return c.Status.Phase == sluicev1.CanaryPhaseInitialized
+		})
+	}
+
+	first.setImage("2")
+	waitFor(t, first.ns, "podinfo", 30*time.Second, "the first run in flight", func(c *sluicev1.Canary) bool {
+		return runningPhases[c.Status.Phase]
+	})
+	second.setImage("2")
+	waiting := waitFor(t, second.ns, "podinfo", 30*time.Second, "the second run waiting for the cap", func(c *sluicev1.Canary) bool {
+		return c.Status.Phase == sluicev1.CanaryPhaseWaiting
+	})
+	ready := meta.FindStatusCondition(waiting.Status.Conditions, sluicev1.ConditionReady)
+	want := "the cap of 1 runs at once is reached (--max-progressing); the run starts when a slot frees"
+	if ready == nil || ready.Reason != sluicev1.ReasonRolloutCapReached || ready.Message != want {
+		t.Fatalf("waiting Canary's Ready condition %+v, want reason %s and message %q", ready, sluicev1.ReasonRolloutCapReached, want)
+	}
+
+	ended := waitFor(t, first.ns, "podinfo", 60*time.Second, "the first run to end", func(c *sluicev1.Canary) bool {
+		return c.Status.Phase == sluicev1.CanaryPhaseSucceeded
+	})
+	started := waitFor(t, second.ns, "podinfo", 15*time.Second, "the waiting run to start once the first ended", func(c *sluicev1.Canary) bool {
+		return runningPhases[c.Status.Phase]
+	})
+	if after := started.Status.LastTransitionTime.Sub(ended.Status.LastTransitionTime.Time); after > 10*time.Second {
+		t.Fatalf("the waiting run started %s after the first ended, want at once", after)
+	}
+	if started.Status.LastAppliedSpec == waiting.Status.LastAppliedSpec {
+		t.Fatalf("the started run kept lastAppliedSpec %q of the run before", started.Status.LastAppliedSpec)
+	}
+}
+
+// TestWaitedLongerOrdersByWaitThenName: the slot a run frees goes to the earliest Waiting, then
+// by namespace and name (a Canary without a transition time last).
+func TestWaitedLongerOrdersByWaitThenName(t *testing.T) {
+	at := func(ns, name string, minute int) *sluicev1.Canary {
+		c := &sluicev1.Canary{}
+		c.Namespace, c.Name = ns, name
+		if minute >= 0 {
+			ts := metav1.NewTime(time.Date(2026, 12, 2, 6, minute, 0, 0, time.UTC))
+			c.Status.LastTransitionTime = &ts
+		}
+		return c
+	}
+	cases := []struct {
+		name string
+		a, b *sluicev1.Canary
+		want bool
+	}{
+		{"earlier wait first", at("b", "b", 1), at("a", "a", 2), true},
+		{"later wait after", at("a", "a", 2), at("b", "b", 1), false},
+		{"same time: namespace", at("a", "z", 1), at("b", "a", 1), true},
+		{"same time and namespace: name", at("a", "a", 1), at("a", "b", 1), true},
+		{"no time last", at("a", "a", -1), at("b", "b", 5), false},
+		{"a time before none", at("b", "b", 5), at("a", "a", -1), true},
+	}
+	for _, tc := range cases {
+		if got := waitedLonger(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: waitedLonger = %t, want %t", tc.name, got, tc.want)
+		}
+	}
+}
