@@ -73,6 +73,8 @@ type Reconciler struct {
 	Options
 
 	writes reconcilekit.WriteLog
+	// podWatch starts the pod watch with the first DataPlane (setup.go).
+	podWatch podWatch
 	// deliveries sends notifications in the background (never in a worker).
 	deliveries reconcilekit.Deliveries
 }
@@ -106,6 +108,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			forgetMetrics(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if err := r.podWatch.ensure(); err != nil {
+		return ctrl.Result{}, err
 	}
 	if !dp.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, dp)

@@ -2,6 +2,8 @@ package dataplane
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/mesh"
@@ -27,8 +30,9 @@ const defaultEventDelay = 250 * time.Millisecond
 
 // SetupWithManager registers the controller: it reconciles DataPlanes, and wakes those that
 // watch the cluster (all but the suspended ones and runs that ended RolledBack or Failed: a
-// converged data plane keeps watching for drift) on changes to namespaces, pods, Deployments,
-// StatefulSets and DaemonSets (the control plane's included), batched by Options.EventDelay.
+// converged data plane keeps watching for drift) on changes to namespaces, pods (from the first
+// DataPlane on: podWatch), Deployments, StatefulSets and DaemonSets (the control plane's
+// included), batched by Options.EventDelay.
 // maxConcurrent bounds the workers.
 // Without the DataPlane CRD installed it registers nothing (and logs why).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, maxConcurrent int) error {
@@ -47,17 +51,50 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, max
 		pod, ok := o.(*corev1.Pod)
 		return ok && !mesh.JobOwned(pod)
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("dataplane").
 		For(&sluicev1.DataPlane{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
 			predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, deleting()))).
 		Watches(&corev1.Namespace{}, wake).
-		Watches(&corev1.Pod{}, wake, builder.WithPredicates(notJob)).
 		Watches(&appsv1.Deployment{}, wake).
 		Watches(&appsv1.StatefulSet{}, wake).
 		Watches(&appsv1.DaemonSet{}, wake).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
-		Complete(r)
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.podWatch.start = func() error {
+		return c.Watch(source.Kind[client.Object](mgr.GetCache(), &corev1.Pod{}, wake, notJob))
+	}
+	return nil
+}
+
+// podWatch starts the watch of pods with the first DataPlane the controller reconciles. Pods are
+// the cluster's most numerous and busiest kind and only a DataPlane reads them: a manager that
+// only runs Canaries neither caches a pod nor receives a pod event. Once started, the watch stays
+// for the manager's life (the next DataPlane needs it again, and the informer would have to sync
+// anew).
+type podWatch struct {
+	mu      sync.Mutex
+	started bool
+	// start registers the watch (SetupWithManager sets it; nil: nothing to start, as for a
+	// Reconciler driven by hand in tests).
+	start func() error
+}
+
+// ensure starts the watch once; an error is returned (and the next call tries again).
+func (w *podWatch) ensure() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started || w.start == nil {
+		return nil
+	}
+	if err := w.start(); err != nil {
+		return fmt.Errorf("watching pods: %w", err)
+	}
+	w.started = true
+	return nil
 }
 
 // wakeRunning enqueues every running DataPlane after EventDelay; the queue keeps one entry

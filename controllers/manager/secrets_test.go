@@ -137,11 +137,12 @@ type requestLog struct {
 type request struct {
 	method, path, accept string
 	resource, name       string // for /api/v1/namespaces/NS/RESOURCE[/NAME]
+	watch                bool   // ?watch=true
 }
 
 func (l *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripper(func(r *http.Request) (*http.Response, error) {
-		req := request{method: r.Method, path: r.URL.Path, accept: r.Header.Get("Accept")}
+		req := request{method: r.Method, path: r.URL.Path, accept: r.Header.Get("Accept"), watch: r.URL.Query().Get("watch") == "true"}
 		if parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/"); len(parts) >= 5 && parts[0] == "api" && parts[2] == "namespaces" {
 			req.resource = parts[4]
 			if len(parts) >= 6 {
