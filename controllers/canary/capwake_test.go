@@ -1,13 +1,20 @@
 package canary
 
 import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/controllers/scheme"
 )
 
 // TestCapStartsTheWaitingRunWhenARunEnds: with --max-progressing=1 a second new revision waits
@@ -89,5 +96,41 @@ func TestWaitedLongerOrdersByWaitThenName(t *testing.T) {
 		if got := waitedLonger(tc.a, tc.b); got != tc.want {
 			t.Errorf("%s: waitedLonger = %t, want %t", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestCapAdmitsNoMoreThanTheCapAtOnce: workers that look at once never take more slots than
+// the cap leaves beside the runs the cache shows in flight (counting and admitting are one step,
+// and the runs admitted but not yet in the cache count).
+func TestCapAdmitsNoMoreThanTheCapAtOnce(t *testing.T) {
+	inFlight := &sluicev1.Canary{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "in-flight"},
+		Status: sluicev1.CanaryStatus{Phase: sluicev1.CanaryPhaseProgressing}}
+	objs := []client.Object{inFlight}
+	waiting := make([]*sluicev1.Canary, 20)
+	for i := range waiting {
+		waiting[i] = &sluicev1.Canary{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: fmt.Sprintf("waiting-%02d", i)},
+			Status: sluicev1.CanaryStatus{Phase: sluicev1.CanaryPhaseInitialized, LastAppliedSpec: "rev-1", LastPromotedSpec: "rev-1"}}
+		objs = append(objs, waiting[i])
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
+		WithIndex(&sluicev1.Canary{}, indexRunning, indexRunningValue).Build()
+	r := &Reconciler{Client: c, Options: Options{MaxProgressing: 4}}
+	now := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
+	var admitted atomic.Int32
+	var wg sync.WaitGroup
+	for _, cn := range waiting {
+		wg.Go(func() {
+			ok, err := r.cap.admit(context.Background(), r, cn, "rev-2", now)
+			if err != nil {
+				t.Errorf("admit %s: %v", cn.Name, err)
+			}
+			if ok {
+				admitted.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if got := admitted.Load(); got != 3 {
+		t.Fatalf("20 runs looking at once beside 1 in flight under a cap of 4: %d admitted, want 3", got)
 	}
 }

@@ -3,7 +3,6 @@ package canary
 import (
 	"context"
 	"fmt"
-	"maps"
 	"sync"
 	"time"
 
@@ -46,22 +45,22 @@ func (r *Reconciler) hold(ctx context.Context, canary *sluicev1.Canary, o plan.O
 	if !starting || r.MaxProgressing <= 0 {
 		return nil, nil, nil
 	}
-	n, err := r.cap.running(ctx, r, canary, o.Now)
+	admitted, err := r.cap.admit(ctx, r, canary, o.Revision, o.Now)
 	if err != nil {
 		return nil, nil, err
 	}
-	if n >= r.MaxProgressing {
+	if !admitted {
 		// The message does not count the runs: a count that moves would rewrite the status of
 		// every waiting Canary at each of its looks.
 		return &plan.Hold{Reason: sluicev1.ReasonRolloutCapReached,
 			Message: fmt.Sprintf("the cap of %d runs at once is reached (--max-progressing); the run starts when a slot frees", r.MaxProgressing)}, nil, nil
 	}
-	r.cap.admit(canary, o.Revision, o.Now)
 	return nil, nil, nil
 }
 
 // rolloutCap counts runs in flight from the cache, plus runs this process admitted in the last
-// few seconds whose status the cache may not show yet.
+// few seconds whose status the cache may not show yet. Counting and admitting are one step under
+// its lock, so two workers never both take the last slot.
 type rolloutCap struct {
 	mu       sync.Mutex
 	admitted map[types.NamespacedName]admission
@@ -76,14 +75,28 @@ type admission struct {
 // admissionMemory is how long an admitted run is counted before the cache must show it.
 const admissionMemory = 30 * time.Second
 
+// admit lets self's run of revision start if fewer than r.MaxProgressing other runs are in flight,
+// and remembers it.
+func (c *rolloutCap) admit(ctx context.Context, r *Reconciler, self *sluicev1.Canary, revision string, now time.Time) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, err := c.running(ctx, r, self, now)
+	if err != nil || n >= r.MaxProgressing {
+		return false, err
+	}
+	if c.admitted == nil {
+		c.admitted = map[types.NamespacedName]admission{}
+	}
+	c.admitted[types.NamespacedName{Namespace: self.Namespace, Name: self.Name}] = admission{at: now, revision: revision}
+	return true, nil
+}
+
+// running counts the runs in flight but self's; c.mu is held.
 func (c *rolloutCap) running(ctx context.Context, r *Reconciler, self *sluicev1.Canary, now time.Time) (int, error) {
 	list := &sluicev1.CanaryList{}
 	if err := r.listIndexed(ctx, list, "", indexRunning, "true", indexRunningValue); err != nil {
 		return 0, fmt.Errorf("listing canaries: %w", err)
 	}
-	c.mu.Lock()
-	admitted := maps.Clone(c.admitted)
-	c.mu.Unlock()
 	counted := map[types.NamespacedName]bool{}
 	for i := range list.Items {
 		cn := &list.Items[i]
@@ -95,9 +108,9 @@ func (c *rolloutCap) running(ctx context.Context, r *Reconciler, self *sluicev1.
 			counted[key] = true
 		}
 	}
-	for key, a := range admitted {
-		if counted[key] || now.Sub(a.at) > admissionMemory || c.shownByCache(ctx, r, key, a) {
-			c.forget(key, a) // the cache shows the run (in flight or ended): it counts from there
+	for key, a := range c.admitted {
+		if counted[key] || now.Sub(a.at) > admissionMemory || shownByCache(ctx, r, key, a) {
+			delete(c.admitted, key) // the cache shows the run (in flight or ended): it counts from there
 			continue
 		}
 		if key.Namespace != self.Namespace || key.Name != self.Name {
@@ -109,28 +122,10 @@ func (c *rolloutCap) running(ctx context.Context, r *Reconciler, self *sluicev1.
 
 // shownByCache reports whether the cache shows the admitted run started (its revision applied) or
 // the Canary gone: a run that ended before any count saw it in flight frees its slot too.
-func (c *rolloutCap) shownByCache(ctx context.Context, r *Reconciler, key types.NamespacedName, a admission) bool {
+func shownByCache(ctx context.Context, r *Reconciler, key types.NamespacedName, a admission) bool {
 	cn := &sluicev1.Canary{}
 	if err := r.Get(ctx, key, cn); err != nil {
 		return apierrors.IsNotFound(err)
 	}
 	return cn.Status.LastAppliedSpec == a.revision
-}
-
-// forget drops an admission unless it was renewed meanwhile.
-func (c *rolloutCap) forget(key types.NamespacedName, a admission) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.admitted[key] == a {
-		delete(c.admitted, key)
-	}
-}
-
-func (c *rolloutCap) admit(canary *sluicev1.Canary, revision string, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.admitted == nil {
-		c.admitted = map[types.NamespacedName]admission{}
-	}
-	c.admitted[types.NamespacedName{Namespace: canary.Namespace, Name: canary.Name}] = admission{at: now, revision: revision}
 }
