@@ -68,7 +68,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, max
 		})), builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent, RateLimiter: errorBackoff()})
 	if r.MaxProgressing > 0 {
-		// A run that ends wakes the run waiting longest for the cap (capwake.go).
+		// A run that ends wakes the runs waiting longest for the cap (capwake.go).
 		b = b.Watches(&sluicev1.Canary{}, r.capWakeHandler())
 	}
 	mapper := mgr.GetRESTMapper()
