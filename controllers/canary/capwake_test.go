@@ -18,9 +18,9 @@ import (
 )
 
 // TestCapStartsTheWaitingRunWhenARunEnds: with --max-progressing=1 a second new revision waits
-// (phase Waiting, reason RolloutCapReached, a message that does not change while it waits, so
-// its looks write nothing), and the moment the run in flight ends it starts — not at its next
-// look, an interval (10 minutes here) later.
+// (phase Waiting, reason RolloutCapReached, a message without a count of the runs, which would
+// change between its looks and rewrite its status), and the moment the run in flight ends it
+// starts — not at its next look, an interval (10 minutes here) later.
 func TestCapStartsTheWaitingRunWhenARunEnds(t *testing.T) {
 	first, second := newHarness(t), newHarness(t)
 	for _, h := range []*harness{first, second} {
