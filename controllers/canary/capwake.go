@@ -1,6 +1,7 @@
 package canary
 
 import (
+	"cmp"
 	"context"
 	"slices"
 
@@ -66,29 +67,23 @@ func (r *Reconciler) wakeLongestWaiting(ctx context.Context, q workqueue.TypedRa
 	for i := range waiting.Items {
 		order = append(order, &waiting.Items[i])
 	}
-	slices.SortFunc(order, func(a, b *sluicev1.Canary) int {
-		if waitedLonger(a, b) {
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(order, compareWaits)
 	for _, c := range order[:min(free, len(order))] {
 		q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
 	}
 }
 
-// waitedLonger orders waiting Canaries: the earlier phase change first, then namespace and name.
-func waitedLonger(a, b *sluicev1.Canary) bool {
+// compareWaits orders waiting Canaries, the longest wait first: the earlier phase change (one
+// without a transition time last), then namespace and name.
+func compareWaits(a, b *sluicev1.Canary) int {
 	ta, tb := a.Status.LastTransitionTime, b.Status.LastTransitionTime
 	switch {
-	case ta != nil && tb != nil && !ta.Equal(tb):
-		return ta.Before(tb)
-	case ta != nil && tb == nil:
-		return true
 	case ta == nil && tb != nil:
-		return false
-	case a.Namespace != b.Namespace:
-		return a.Namespace < b.Namespace
+		return 1
+	case ta != nil && tb == nil:
+		return -1
+	case ta != nil && !ta.Equal(tb):
+		return ta.Compare(tb.Time)
 	}
-	return a.Name < b.Name
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }

@@ -68,9 +68,9 @@ func TestCapStartsTheWaitingRunWhenARunEnds(t *testing.T) {
 	}
 }
 
-// TestWaitedLongerOrdersByWaitThenName: the slot a run frees goes to the earliest Waiting, then
+// TestCompareWaitsOrdersByWaitThenName: the slot a run frees goes to the earliest Waiting, then
 // by namespace and name (a Canary without a transition time last).
-func TestWaitedLongerOrdersByWaitThenName(t *testing.T) {
+func TestCompareWaitsOrdersByWaitThenName(t *testing.T) {
 	at := func(ns, name string, minute int) *sluicev1.Canary {
 		c := &sluicev1.Canary{}
 		c.Namespace, c.Name = ns, name
@@ -93,8 +93,11 @@ func TestWaitedLongerOrdersByWaitThenName(t *testing.T) {
 		{"a time before none", at("b", "b", 5), at("a", "a", -1), true},
 	}
 	for _, tc := range cases {
-		if got := waitedLonger(tc.a, tc.b); got != tc.want {
-			t.Errorf("%s: waitedLonger = %t, want %t", tc.name, got, tc.want)
+		if got := compareWaits(tc.a, tc.b) < 0; got != tc.want {
+			t.Errorf("%s: a before b = %t, want %t", tc.name, got, tc.want)
+		}
+		if back := compareWaits(tc.b, tc.a) < 0; back == tc.want {
+			t.Errorf("%s: the order is not antisymmetric (b before a = %t too)", tc.name, back)
 		}
 	}
 }
