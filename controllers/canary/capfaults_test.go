@@ -1,0 +1,125 @@
+package canary
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/providers"
+	"sluice.dev/sluice/providers/gatewayapi"
+	"sluice.dev/sluice/test/faults"
+)
+
+// TestCapHoldsThroughFaultsAtTheStartOfAWaitingRun: under --max-progressing=1, two new revisions
+// wait while a run is in flight; when it ends, the start of the run that takes the slot is
+// faulted — the canary's scale-up or the status write that records the start fails, is lost, or
+// is followed by a crash (a new controller, whose memory of the runs it admitted is empty). At no
+// point are two runs in flight, no waiting Canary's route sends its canary traffic, and both
+// waiting revisions are delivered (Succeeded, promoted) in the end.
+func TestCapHoldsThroughFaultsAtTheStartOfAWaitingRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: three Canaries through a run each per fault")
+	}
+	for _, kind := range []faults.Kind{faults.Scale, faults.Status} {
+		for _, mode := range []faults.Mode{faults.Fail, faults.Drop, faults.Crash} {
+			f := faults.Fault{Kind: kind, N: 1, Mode: mode}
+			t.Run(fmt.Sprintf("%s-%s", mode, kind), func(t *testing.T) { capUnderFault(t, f) })
+		}
+	}
+}
+
+func capUnderFault(t *testing.T, fault faults.Fault) {
+	first, second, third := newHarness(t), newHarness(t), newHarness(t)
+	all := []*harness{first, second, third}
+	clock := first.clock
+	var fc *faults.Client
+	controller := func(c client.Client) *Reconciler {
+		return &Reconciler{Client: c, Scheme: env.Scheme, Recorder: first.events, Clock: clock, Analyzer: first.analyzer,
+			Routers: map[sluicev1.Provider]providers.Router{sluicev1.ProviderGatewayAPI: gatewayapi.New(c)},
+			Options: Options{MaxProgressing: 1}}
+	}
+	r := controller(env.Client)
+	var trail []string
+	tick := func(h *harness) time.Duration {
+		t.Helper()
+		res, err := r.Reconcile(h.ctx, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: h.ns, Name: h.name}})
+		if fc != nil && fc.Crashed() {
+			fc.Restart()
+			r = controller(fc)
+		} else if err != nil && fc == nil {
+			t.Fatalf("reconcile %s before the fault: %v", h.ns, err)
+		}
+		markDeploymentsRolledOut(t, env.Client, h.ns)
+		inFlight := 0
+		line := ""
+		for i, o := range all {
+			c := o.canary()
+			if runningPhases[c.Status.Phase] {
+				inFlight++
+			}
+			w, werr := r.Routers[sluicev1.ProviderGatewayAPI].GetRoutes(o.ctx, c)
+			if werr == nil && c.Status.Phase == sluicev1.CanaryPhaseWaiting && w.Canary > 0 {
+				t.Fatalf("Canary %d waits for the cap while its route sends the canary %d%%\n%s", i+1, w.Canary, strings.Join(trail, "\n"))
+			}
+			line += fmt.Sprintf("  %d:%s/%d", i+1, c.Status.Phase, w.Canary)
+		}
+		trail = append(trail, line)
+		if inFlight > 1 {
+			t.Fatalf("%d runs in flight under a cap of 1 (%s)\n%s", inFlight, fault, strings.Join(trail, "\n"))
+		}
+		if err != nil || res.RequeueAfter <= 0 || res.RequeueAfter > time.Minute {
+			return time.Minute
+		}
+		return res.RequeueAfter
+	}
+	until := func(h *harness, phase sluicev1.CanaryPhase) {
+		t.Helper()
+		for range 40 {
+			clock.Step(tick(h))
+			if h.canary().Status.Phase == phase {
+				return
+			}
+		}
+		t.Fatalf("%s: phase %s, want %s\n%s", h.ns, h.canary().Status.Phase, phase, strings.Join(trail, "\n"))
+	}
+
+	for _, h := range all {
+		h.app(1, "1")
+		h.create(h.canaryFor())
+	}
+	for _, h := range all {
+		until(h, sluicev1.CanaryPhaseInitialized)
+	}
+	first.setImage("2")
+	until(first, sluicev1.CanaryPhaseProgressing)
+	for _, h := range []*harness{second, third} {
+		h.setImage("2")
+		until(h, sluicev1.CanaryPhaseWaiting)
+	}
+	until(first, sluicev1.CanaryPhaseSucceeded)
+
+	// The slot is free: the next write of the faulted kind is the start of the run that takes it.
+	fc = faults.Wrap(env.Client, fault)
+	r = controller(fc)
+	delivered := func(h *harness) bool {
+		c := h.canary()
+		return c.Status.Phase == sluicev1.CanaryPhaseSucceeded && c.Status.LastPromotedSpec == c.Status.LastAppliedSpec &&
+			strings.HasSuffix(h.deployment("podinfo-primary").Spec.Template.Spec.Containers[0].Image, ":2")
+	}
+	for i := 0; i < 120 && !(delivered(second) && delivered(third)); i++ {
+		clock.Step(min(tick(second), tick(third)))
+	}
+	if len(fc.Hit()) == 0 {
+		t.Fatalf("the fault (%s) was never hit\n%s", fault, strings.Join(trail, "\n"))
+	}
+	for i, h := range []*harness{second, third} {
+		if !delivered(h) {
+			t.Fatalf("waiting revision %d not delivered after the fault (%s): phase %s\n%s", i+2, fault, h.canary().Status.Phase, strings.Join(trail, "\n"))
+		}
+	}
+}
