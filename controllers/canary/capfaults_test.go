@@ -1,11 +1,15 @@
 package canary
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,8 +23,9 @@ import (
 // wait while a run is in flight; when it ends, the start of the run that takes the slot is
 // faulted — the canary's scale-up or the status write that records the start fails, is lost, or
 // is followed by a crash (a new controller, whose memory of the runs it admitted is empty). At no
-// point are two runs in flight, no waiting Canary's route sends its canary traffic, and both
-// waiting revisions are delivered (Succeeded, promoted) in the end.
+// point are two runs in flight, no waiting Canary's route sends its canary traffic or keeps its
+// canary's pods up past its own (unfaulted) tick (scaleDownUnstarted), and both waiting revisions are
+// delivered (Succeeded, promoted) in the end.
 func TestCapHoldsThroughFaultsAtTheStartOfAWaitingRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: three Canaries through a run each per fault")
@@ -43,11 +48,17 @@ func capUnderFault(t *testing.T, fault faults.Fault) {
 			Routers: map[sluicev1.Provider]providers.Router{sluicev1.ProviderGatewayAPI: gatewayapi.New(c)},
 			Options: Options{MaxProgressing: 1}}
 	}
-	r := controller(env.Client)
+	scoped := namespacedLists{Client: env.Client, namespaces: []string{first.ns, second.ns, third.ns}}
+	r := controller(scoped)
 	var trail []string
 	tick := func(h *harness) time.Duration {
 		t.Helper()
+		hits := 0
+		if fc != nil {
+			hits = len(fc.Hit())
+		}
 		res, err := r.Reconcile(h.ctx, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: h.ns, Name: h.name}})
+		faulted := fc != nil && len(fc.Hit()) > hits
 		if fc != nil && fc.Crashed() {
 			fc.Restart()
 			r = controller(fc)
@@ -55,6 +66,9 @@ func capUnderFault(t *testing.T, fault faults.Fault) {
 			t.Fatalf("reconcile %s before the fault: %v", h.ns, err)
 		}
 		markDeploymentsRolledOut(t, env.Client, h.ns)
+		if c := h.canary(); !faulted && err == nil && c.Status.Phase == sluicev1.CanaryPhaseWaiting && *h.deployment("podinfo").Spec.Replicas != 0 {
+			t.Fatalf("%s waits to start with its canary at %d replicas\n%s", h.ns, *h.deployment("podinfo").Spec.Replicas, strings.Join(trail, "\n"))
+		}
 		inFlight := 0
 		line := ""
 		for i, o := range all {
@@ -104,7 +118,7 @@ func capUnderFault(t *testing.T, fault faults.Fault) {
 	until(first, sluicev1.CanaryPhaseSucceeded)
 
 	// The slot is free: the next write of the faulted kind is the start of the run that takes it.
-	fc = faults.Wrap(env.Client, fault)
+	fc = faults.Wrap(scoped, fault)
 	r = controller(fc)
 	delivered := func(h *harness) bool {
 		c := h.canary()
@@ -122,4 +136,27 @@ func capUnderFault(t *testing.T, fault faults.Fault) {
 			t.Fatalf("waiting revision %d not delivered after the fault (%s): phase %s\n%s", i+2, fault, h.canary().Status.Phase, strings.Join(trail, "\n"))
 		}
 	}
+}
+
+// namespacedLists lists only in its namespaces, as the cache of a manager started with
+// --namespaces does: the cap counts the runs of this test, not those other tests left in flight
+// in the shared apiserver.
+type namespacedLists struct {
+	client.Client
+	namespaces []string
+}
+
+func (c namespacedLists) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := c.Client.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return err
+	}
+	kept := slices.DeleteFunc(items, func(o runtime.Object) bool {
+		m, err := meta.Accessor(o)
+		return err != nil || !slices.Contains(c.namespaces, m.GetNamespace())
+	})
+	return meta.SetList(list, kept)
 }

@@ -183,6 +183,7 @@ func newRun(o Observed, d *Decision) {
 			d.normal(EventWaiting, fmt.Sprintf("New revision %s waits: %s", o.Revision, hold.Message))
 		}
 		d.setPhase(sluicev1.CanaryPhaseWaiting, o.Now)
+		scaleDownUnstarted(o, d)
 		d.RequeueAfter = holdRequeue(o)
 		return
 	}
@@ -191,6 +192,7 @@ func newRun(o Observed, d *Decision) {
 			d.gateWarning(EventWaitingAtGate, fmt.Sprintf("New revision %s waits at the confirm-rollout gate: %s", o.Revision, g.Message), g)
 		}
 		d.setPhase(sluicev1.CanaryPhaseWaiting, o.Now)
+		scaleDownUnstarted(o, d)
 		return
 	}
 	if o.Spec.SkipAnalysis {
@@ -201,6 +203,16 @@ func newRun(o Observed, d *Decision) {
 	}
 	startRun(o, d)
 	d.normal(EventNewRevision, fmt.Sprintf("New revision %s detected, starting canary analysis", o.Revision))
+}
+
+// scaleDownUnstarted keeps the canary of a run that waits to start at zero, as at rest: its pods
+// run a revision no run has admitted yet. They are up only when something scaled the target
+// between runs (a start cut short by a crash after its scale-up, whose slot under the cap
+// another run then took; a hand scale-up); the run's start scales it up again.
+func scaleDownUnstarted(o Observed, d *Decision) {
+	if o.Canary.Desired > 0 {
+		d.do(ActionScaleCanaryDown)
+	}
 }
 
 // startRun resets the run's progress and scales the canary up at weight 0.

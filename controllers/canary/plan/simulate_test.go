@@ -496,6 +496,14 @@ func TestDecideTable(t *testing.T) {
 			o.Revision = "rev-2"
 			o.Hold = &Hold{Reason: sluicev1.ReasonRolloutCapReached, Message: "2 canaries progressing (cap 2)"}
 		}, sluicev1.CanaryPhaseWaiting, 0, nil},
+		{"new revision held keeps its canary at zero", func(o *Observed) {
+			o.Revision, o.Canary.Desired = "rev-2", 1
+			o.Hold = &Hold{Reason: sluicev1.ReasonRolloutCapReached, Message: "the cap of 1 runs at once is reached"}
+		}, sluicev1.CanaryPhaseWaiting, 0, []Action{ActionScaleCanaryDown}},
+		{"new revision at a closed confirm-rollout gate keeps its canary at zero", func(o *Observed) {
+			o.Revision, o.Canary.Desired = "rev-2", 1
+			o.Spec.Analysis.Webhooks = []sluicev1.CanaryWebhook{{Name: "confirm", Type: sluicev1.WebhookConfirmRollout, URL: "http://hook/"}}
+		}, sluicev1.CanaryPhaseWaiting, 0, []Action{ActionScaleCanaryDown}},
 		{"revert to promoted revision after failure runs nothing and is Succeeded", func(o *Observed) {
 			o.Status.Phase, o.Status.LastAppliedSpec = sluicev1.CanaryPhaseFailed, "rev-2"
 		}, sluicev1.CanaryPhaseSucceeded, 0, nil},
