@@ -4,8 +4,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 )
@@ -21,10 +25,10 @@ func priorityLine(s sluicev1.CanaryStatus, res ctrl.Result) string {
 }
 
 // TestUnderLoadTheChecksOfLiveCanariesGoFirst: every tick asks the priority queue for a priority by
-// where its run stands: 0 outside a run (as a watch event), higher while the run starts (no
-// traffic on the canary yet), higher again once the canary is live (traffic on it, a check done,
-// the promotion), highest once a check failed (a rollback may be due). A run's priority never
-// falls until it ends.
+// where its run stands: 0 outside a run (as a watch event), 1 while an initialization waits for
+// its primary, higher while the run starts (no traffic on the canary yet), higher again once the
+// canary is live (traffic on it, a check done, the promotion), highest once a check failed (a
+// rollback may be due). A run's priority never falls until it ends.
 func TestUnderLoadTheChecksOfLiveCanariesGoFirst(t *testing.T) {
 	t.Run("a good run", func(t *testing.T) {
 		h := newHarness(t)
@@ -33,9 +37,14 @@ func TestUnderLoadTheChecksOfLiveCanariesGoFirst(t *testing.T) {
 		var lines []string
 		for i := 0; i < 10 && h.last.Phase != sluicev1.CanaryPhaseInitialized; i++ {
 			res := h.tick()
-			lines = append(lines, priorityLine(h.canary().Status, res))
-			if res.Priority == nil || *res.Priority != priorityOutsideARun {
-				t.Fatalf("initialization asked for priority %v, want %d (as a watch event)\n%s", res.Priority, priorityOutsideARun, strings.Join(lines, "\n"))
+			s := h.canary().Status
+			lines = append(lines, priorityLine(s, res))
+			want := priorityOutsideARun // Initialized, or the finalizer's tick before the first: as a watch event
+			if s.Phase == sluicev1.CanaryPhaseInitializing {
+				want = priorityInitializing
+			}
+			if res.Priority == nil || *res.Priority != want {
+				t.Fatalf("initialization (%s) asked for priority %v, want %d\n%s", s.Phase, res.Priority, want, strings.Join(lines, "\n"))
 			}
 		}
 		h.setImage("6.0.1")
@@ -95,4 +104,31 @@ func TestUnderLoadTheChecksOfLiveCanariesGoFirst(t *testing.T) {
 			t.Fatalf("run ended in %s (a failed check seen: %t), want Failed after a failed check\n%s", h.last.Phase, sawFailing, strings.Join(lines, "\n"))
 		}
 	})
+}
+
+// TestAPrimaryReadyWakesItsInitializationBeforeNewCanaries, in the manager's queue
+// (controller-runtime's priority queue): 29 Canaries created at once wait for their first tick
+// (their create events, priority 0) when the primary of a Canary whose first tick came before
+// theirs becomes ready. Its tick (the Deployment watch's event, priority 0, on the Canary already
+// queued for its next look) comes first, so a Canary is Initialized as soon as its primary is
+// ready rather than after the first tick of every Canary created after it.
+func TestAPrimaryReadyWakesItsInitializationBeforeNewCanaries(t *testing.T) {
+	q := priorityqueue.New[reconcile.Request]("initialization-order")
+	defer q.ShutDown()
+	canary := func(i int) reconcile.Request {
+		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "fleet", Name: fmt.Sprintf("app-%02d", i)}}
+	}
+	for i := 1; i < 30; i++ {
+		q.AddWithOpts(priorityqueue.AddOpts{}, canary(i)) // created while app-00's first tick ran
+	}
+	// app-00's first tick created its primary and left it Initializing: its next look (the
+	// progress deadline) is far away, at the priority the tick asked for.
+	initializing := &sluicev1.Canary{Status: sluicev1.CanaryStatus{Phase: sluicev1.CanaryPhaseInitializing}}
+	q.AddWithOpts(priorityqueue.AddOpts{After: time.Hour, Priority: new(nextLookPriority(initializing))}, canary(0))
+	q.Add(canary(0)) // its primary is ready: the Deployment watch wakes it
+	got, priority, _ := q.GetWithPriority()
+	if got != canary(0) {
+		t.Fatalf("the next tick is %s (priority %d), want app-00, whose primary is ready, before the first tick of 29 new Canaries",
+			got.Name, priority)
+	}
 }
