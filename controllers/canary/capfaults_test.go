@@ -23,9 +23,9 @@ import (
 // wait while a run is in flight; when it ends, the start of the run that takes the slot is
 // faulted — the canary's scale-up or the status write that records the start fails, is lost, or
 // is followed by a crash (a new controller, whose memory of the runs it admitted is empty). At no
-// point are two runs in flight, no waiting Canary's route sends its canary traffic or keeps its
-// canary's pods up past its own (unfaulted) tick (scaleDownUnstarted), and both waiting revisions are
-// delivered (Succeeded, promoted) in the end.
+// point are two runs in flight; no waiting Canary's route sends its canary traffic, and none keeps
+// its canary's pods up past its own unfaulted tick (scaleDownUnstarted); both waiting revisions
+// are delivered (Succeeded, promoted) in the end.
 func TestCapHoldsThroughFaultsAtTheStartOfAWaitingRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: three Canaries through a run each per fault")
