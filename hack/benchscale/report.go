@@ -136,8 +136,10 @@ type report struct {
 	eventsByReason                                              map[string]int
 
 	throttled, throttleSeconds, tooMany float64
-	initThrottled, releaseThrottled     float64
-	initQueue, releaseQueue             queueStats
+	// tooManyBy: the requests answered 429, by verb and resource.
+	tooManyBy                       requests
+	initThrottled, releaseThrottled float64
+	initQueue, releaseQueue         queueStats
 	// apiserver reads the kube-apiserver's request counts; releaseAPIServer is the release's.
 	apiserver                       *apiserverScraper
 	initAPIServer, releaseAPIServer string
@@ -214,8 +216,8 @@ func (r *report) print(w io.Writer) {
 		row("manager CPU during the release", "%.2f cores (%s)", r.releaseCPU.Seconds()/r.releaseWall.Seconds(), secs(r.releaseWall))
 		row("CPU during the release, by process (cores)", "%s", r.releaseCPUByProcess)
 	}
-	row("client-side throttling", "%.0f requests waited for a token (%.0f while initializing, %.0f during the release; %.1f s in total); %.0f answered 429 by the apiserver",
-		r.throttled, r.initThrottled, r.releaseThrottled, r.throttleSeconds, r.tooMany)
+	row("client-side throttling", "%.0f requests waited for a token (%.0f while initializing, %.0f during the release; %.1f s in total); %.0f answered 429 by the apiserver (%s)",
+		r.throttled, r.initThrottled, r.releaseThrottled, r.throttleSeconds, r.tooMany, r.tooManyBy.line(1, "%.0f"))
 	fmt.Fprintf(w, "\ninitialization requests per Canary: %.1f (%s)\n", r.initRequests.canaryTotal()/n, r.initRequests.line(n, "%.2f"))
 	fmt.Fprintf(w, "refused requests: initialization %s; release %s\n", r.initFailures.line(1, "%.0f"), r.releaseFailures.line(1, "%.0f"))
 	if len(r.profilePaths) > 0 {
