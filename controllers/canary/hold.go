@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary/plan"
@@ -97,14 +98,10 @@ func (c *rolloutCap) running(ctx context.Context, r *Reconciler, self *sluicev1.
 	if err := r.listIndexed(ctx, list, "", indexRunning, "true", indexRunningValue); err != nil {
 		return 0, fmt.Errorf("listing canaries: %w", err)
 	}
-	counted := map[types.NamespacedName]bool{}
+	counted := map[types.NamespacedName]bool{} // the index lists only runs in flight (indexRunningValue)
 	for i := range list.Items {
-		cn := &list.Items[i]
-		key := types.NamespacedName{Namespace: cn.Namespace, Name: cn.Name}
-		if key.Namespace == self.Namespace && key.Name == self.Name {
-			continue
-		}
-		if runningPhases[cn.Status.Phase] {
+		key := client.ObjectKeyFromObject(&list.Items[i])
+		if key.Namespace != self.Namespace || key.Name != self.Name {
 			counted[key] = true
 		}
 	}
