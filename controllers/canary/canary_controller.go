@@ -89,6 +89,9 @@ type Reconciler struct {
 	cap rolloutCap
 	// writes remembers this controller's own status writes (the stale-cache guard).
 	writes reconcilekit.WriteLog
+	// workloadWrites remembers its writes of targets and primaries (scale, promotion, restore):
+	// the same guard for the workloads a tick reads (observe).
+	workloadWrites reconcilekit.WriteLog
 	// deliveries sends notifications in the background (never in a worker).
 	deliveries reconcilekit.Deliveries
 	// checks remembers each Canary's last check per round (see checkMemo).

@@ -14,8 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
-	"sluice.dev/sluice/providers"
-	"sluice.dev/sluice/providers/gatewayapi"
 	"sluice.dev/sluice/test/faults"
 )
 
@@ -43,11 +41,7 @@ func capUnderFault(t *testing.T, fault faults.Fault) {
 	all := []*harness{first, second, third}
 	clock := first.clock
 	var fc *faults.Client
-	controller := func(c client.Client) *Reconciler {
-		return &Reconciler{Client: c, Scheme: env.Scheme, Recorder: first.events, Clock: clock, Analyzer: first.analyzer,
-			Routers: map[sluicev1.Provider]providers.Router{sluicev1.ProviderGatewayAPI: gatewayapi.New(c)},
-			Options: Options{MaxProgressing: 1}}
-	}
+	controller := func(c client.Client) *Reconciler { return first.reconciler(c, Options{MaxProgressing: 1}) }
 	scoped := namespacedLists{Client: env.Client, namespaces: []string{first.ns, second.ns, third.ns}}
 	r := controller(scoped)
 	var trail []string

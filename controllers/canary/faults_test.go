@@ -16,9 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
-	"sluice.dev/sluice/providers"
-	"sluice.dev/sluice/providers/gatewayapi"
-	"sluice.dev/sluice/providers/istio"
 	"sluice.dev/sluice/test/faults"
 	"sluice.dev/sluice/webhooks"
 )
@@ -106,11 +103,8 @@ func runGolden(t *testing.T, g goldenRun, fault *faults.Fault) faultRun {
 		fc.Restart()
 		runner.Close()
 		runner = webhooks.NewRunner(webhooks.Options{})
-		h.r = &Reconciler{Client: fc, Scheme: env.Scheme, Recorder: h.events, Clock: h.clock, Analyzer: h.analyzer, Gates: runner,
-			Routers: map[sluicev1.Provider]providers.Router{
-				sluicev1.ProviderGatewayAPI: gatewayapi.New(fc),
-				sluicev1.ProviderIstio:      istio.New(fc),
-			}}
+		h.r = h.reconciler(fc, Options{})
+		h.r.Gates = runner
 	}
 	restart()
 	h.setImage("6.0.1")

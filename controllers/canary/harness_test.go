@@ -114,15 +114,22 @@ func newHarnessFor(t *testing.T, provider sluicev1.Provider) *harness {
 	h := &harness{t: t, ctx: context.Background(), c: env.Client, ns: env.Namespace(t),
 		clock: clocktesting.NewFakeClock(start), start: start, analyzer: &scriptedAnalyzer{}, events: &eventLog{},
 		provider: provider}
-	h.r = &Reconciler{Client: env.Client, Scheme: env.Scheme, Recorder: h.events, Clock: h.clock, Analyzer: h.analyzer,
-		Routers: map[sluicev1.Provider]providers.Router{
-			sluicev1.ProviderGatewayAPI: gatewayapi.New(env.Client),
-			sluicev1.ProviderIstio:      istio.New(env.Client),
-			sluicev1.ProviderKubernetes: kubernetes.New(env.Client),
-		},
-		// The timelines show every transition the planner announces, steps included.
-		Options: Options{StepEvents: true}}
+	// The timelines show every transition the planner announces, steps included.
+	h.r = h.reconciler(env.Client, Options{StepEvents: true})
 	return h
+}
+
+// reconciler is a controller as a (re)started manager builds it, without a cache: c for every
+// read and write (a faults client, a lagging cache), a router per provider over c, and the
+// harness's clock, events and analyzer.
+func (h *harness) reconciler(c client.Client, opts Options) *Reconciler {
+	return &Reconciler{Client: c, Scheme: env.Scheme, Recorder: h.events, Clock: h.clock, Analyzer: h.analyzer,
+		Routers: map[sluicev1.Provider]providers.Router{
+			sluicev1.ProviderGatewayAPI: gatewayapi.New(c),
+			sluicev1.ProviderIstio:      istio.New(c),
+			sluicev1.ProviderKubernetes: kubernetes.New(c),
+		},
+		Options: opts}
 }
 
 // app creates a Deployment "podinfo" with a ConfigMap it mounts, at image tag.

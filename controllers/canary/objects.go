@@ -274,7 +274,7 @@ func (r *Reconciler) promotePrimary(ctx context.Context, canary *sluicev1.Canary
 	*primary.podTemplate() = tpl
 	ann[AnnotationRevision] = revision
 	obj.SetAnnotations(ann)
-	if err := r.Patch(ctx, obj, patch); err != nil {
+	if err := r.patchWorkload(ctx, obj, patch); err != nil {
 		return fmt.Errorf("promoting primary %s: %w", obj.GetName(), err)
 	}
 	return nil
@@ -287,8 +287,20 @@ func (r *Reconciler) scale(ctx context.Context, w workload, replicas int32) erro
 	if !w.scaleTo(replicas) {
 		return nil
 	}
-	if err := r.Patch(ctx, w.obj(), client.MergeFrom(before)); err != nil {
+	if err := r.patchWorkload(ctx, w.obj(), client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("scaling %s to %d: %w", w.obj().GetName(), replicas, err)
 	}
+	return nil
+}
+
+// patchWorkload patches a target or a primary and remembers the write (workloadWrites): a tick
+// that reads the workload from a cache that has not shown the write yet waits for it instead of
+// deciding again from the version it replaced, which would repeat the write (observe).
+func (r *Reconciler) patchWorkload(ctx context.Context, obj client.Object, patch client.Patch) error {
+	basedOn := obj.GetResourceVersion()
+	if err := r.Patch(ctx, obj, patch); err != nil {
+		return err
+	}
+	r.workloadWrites.Wrote(obj, basedOn, r.kit().Now())
 	return nil
 }

@@ -34,6 +34,11 @@ func stallOf(err error) *plan.Hold {
 	return nil
 }
 
+// errWorkloadCacheBehind ends a tick whose cache still shows the target or the primary as it was
+// before our own last write of it (a scale, the promotion): deciding from that version would
+// repeat the write. The tick looks again shortly (reconcilekit.StaleResult).
+var errWorkloadCacheBehind = errors.New("the cache has not shown our last write of the target or primary yet")
+
 // observe reads the target, its revision, the primary, the Services and the route. A problem only
 // a change to the spec or the cluster fixes stops the tick before a run starts; during a run it
 // becomes the planner's Stall, so the run keeps its checks and ends at the progress deadline
@@ -75,6 +80,9 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 	if err := soft(err); err != nil {
 		return nil, err
 	}
+	if target != nil && r.workloadWrites.Behind(target.obj(), tick.Now()) {
+		return nil, errWorkloadCacheBehind
+	}
 	revision, tracked := s.LastAppliedSpec, s.TrackedConfigs
 	if target != nil {
 		obs.refs = configRefs(&target.podTemplate().Spec)
@@ -96,6 +104,9 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 	primary, created, err := r.primary(ctx, tick, canary, target, obs.refs, revision)
 	if err != nil {
 		return nil, err
+	}
+	if r.workloadWrites.Behind(primary.obj(), tick.Now()) {
+		return nil, errWorkloadCacheBehind
 	}
 	// The copies agree with the revision the primary runs, even after a crash between writes.
 	if err := soft(r.settleConfigs(ctx, canary, primary)); err != nil {

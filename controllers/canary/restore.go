@@ -71,7 +71,7 @@ func (r *Reconciler) restorePrimary(ctx context.Context, canary *sluicev1.Canary
 	delete(ann, AnnotationRestoreRevision)
 	delete(ann, AnnotationRestoreTemplate)
 	obj.SetAnnotations(ann)
-	if err := r.Patch(ctx, obj, patch); err != nil {
+	if err := r.patchWorkload(ctx, obj, patch); err != nil {
 		return fmt.Errorf("restoring primary %s to %s: %w", obj.GetName(), want, err)
 	}
 	return nil

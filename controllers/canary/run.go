@@ -50,6 +50,9 @@ func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *
 		return ctrl.Result{}, nil, err
 	}
 	obs, err := r.observe(ctx, tick, canary, router)
+	if errors.Is(err, errWorkloadCacheBehind) {
+		return reconcilekit.StaleResult(), nil, nil
+	}
 	if err != nil {
 		return ctrl.Result{RequeueAfter: plan.PollInterval}, nil, err
 	}

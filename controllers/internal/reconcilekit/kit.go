@@ -3,6 +3,7 @@ package reconcilekit
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -101,11 +102,32 @@ func (k Kit) Begin(obj Object) (*Tick, bool) {
 	return &Tick{kit: k, obj: obj, base: base}, true
 }
 
-// WriteLog remembers, per object, its last status patch: the resourceVersion it was based on,
-// the one it produced, and when. The zero value is ready; it is safe for concurrent use.
+// WriteLog remembers, per object, its last write by this controller (a status patch, or any
+// other patch the controller records with Wrote): the resourceVersion it was based on, the one it
+// produced, and when. Objects are told apart by Go type too, so one log can hold a Deployment and
+// a DaemonSet of the same name. The zero value is ready; it is safe for concurrent use.
 type WriteLog struct {
-	patchedFrom sync.Map // client.ObjectKey → ownWrite
+	patchedFrom sync.Map // logKey → ownWrite
 }
+
+// logKey names an object in a WriteLog: its Go type and its key.
+type logKey struct {
+	kind string
+	key  client.ObjectKey
+}
+
+func keyOf(obj client.Object) logKey {
+	return logKey{kind: reflect.TypeOf(obj).String(), key: client.ObjectKeyFromObject(obj)}
+}
+
+// Wrote records that this controller's write, based on the version basedOn (the resourceVersion
+// the object had before it), produced obj (as the write returned it) at time at.
+func (w *WriteLog) Wrote(obj client.Object, basedOn string, at time.Time) { w.wrote(obj, basedOn, at) }
+
+// Behind reports, without a request, whether the cached obj is still the very version this
+// controller's last recorded write of it replaced, less than OwnWriteMemory ago: the cache has
+// not shown that write yet, and a decision from obj would repeat it. Return StaleResult then.
+func (w *WriteLog) Behind(obj client.Object, now time.Time) bool { return w.cacheBehind(obj, now) }
 
 // ownWrite is one remembered status patch.
 type ownWrite struct {
@@ -119,13 +141,15 @@ type ownWrite struct {
 const OwnWriteMemory = 5 * time.Second
 
 func (w *WriteLog) cacheBehind(obj client.Object, now time.Time) bool {
-	key := client.ObjectKeyFromObject(obj)
+	key := keyOf(obj)
 	v, ok := w.patchedFrom.Load(key)
 	if !ok {
 		return false
 	}
 	ow := v.(ownWrite)
-	if ow.basedOn != obj.GetResourceVersion() {
+	if ow.basedOn != obj.GetResourceVersion() || ow.wroteAs == ow.basedOn {
+		// The cache shows another version, or the write changed nothing (the apiserver kept the
+		// version): nothing to wait for.
 		return false
 	}
 	if now.Sub(ow.at) < OwnWriteMemory {
@@ -138,7 +162,7 @@ func (w *WriteLog) cacheBehind(obj client.Object, now time.Time) bool {
 // showsOwnWrite reports whether obj is exactly the version this controller's last status patch
 // of it produced: the cache holds every write up to and including our own.
 func (w *WriteLog) showsOwnWrite(obj client.Object) bool {
-	v, ok := w.patchedFrom.Load(client.ObjectKeyFromObject(obj))
+	v, ok := w.patchedFrom.Load(keyOf(obj))
 	if !ok {
 		return false
 	}
@@ -147,8 +171,8 @@ func (w *WriteLog) showsOwnWrite(obj client.Object) bool {
 }
 
 func (w *WriteLog) wrote(obj client.Object, basedOn string, at time.Time) {
-	w.patchedFrom.Store(client.ObjectKeyFromObject(obj), ownWrite{basedOn: basedOn, wroteAs: obj.GetResourceVersion(), at: at})
+	w.patchedFrom.Store(keyOf(obj), ownWrite{basedOn: basedOn, wroteAs: obj.GetResourceVersion(), at: at})
 }
 
 // Forget drops what the log holds for obj (a deleted object).
-func (w *WriteLog) Forget(obj client.Object) { w.patchedFrom.Delete(client.ObjectKeyFromObject(obj)) }
+func (w *WriteLog) Forget(obj client.Object) { w.patchedFrom.Delete(keyOf(obj)) }
