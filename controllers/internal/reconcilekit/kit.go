@@ -127,7 +127,15 @@ func (w *WriteLog) Wrote(obj client.Object, basedOn string, at time.Time) { w.wr
 // Behind reports, without a request, whether the cached obj is still the very version this
 // controller's last recorded write of it replaced, less than OwnWriteMemory ago: the cache has
 // not shown that write yet, and a decision from obj would repeat it. Return StaleResult then.
-func (w *WriteLog) Behind(obj client.Object, now time.Time) bool { return w.cacheBehind(obj, now) }
+// Once the cache shows another version the write is forgotten (the log of a controller that
+// records writes only for Behind holds just the writes its cache has not shown yet).
+func (w *WriteLog) Behind(obj client.Object, now time.Time) bool {
+	if w.cacheBehind(obj, now) {
+		return true
+	}
+	w.patchedFrom.Delete(keyOf(obj))
+	return false
+}
 
 // ownWrite is one remembered status patch.
 type ownWrite struct {

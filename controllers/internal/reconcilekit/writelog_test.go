@@ -44,4 +44,12 @@ func TestWriteLogBehind(t *testing.T) {
 	if log.Behind(deployment("20"), at) {
 		t.Fatal("a write that kept the version (changed nothing) makes the cache wait for it")
 	}
+	// Once the cache showed another version, the write is forgotten: nothing is held for it.
+	log.Wrote(deployment("31"), "30", at)
+	if log.Behind(deployment("31"), at) {
+		t.Fatal("the written version counts as behind")
+	}
+	if _, held := log.patchedFrom.Load(keyOf(deployment("31"))); held {
+		t.Fatal("the log still holds a write its cache has shown")
+	}
 }
