@@ -3,8 +3,6 @@ package canary
 import (
 	"context"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,53 +16,20 @@ import (
 	"sluice.dev/sluice/providers/gatewayapi"
 )
 
-// laggingRoutes plays an informer cache one tick behind for HTTPRoutes: from a route write to the
-// end of the next tick, reads return the route as it was before the first write of that stretch
-// (the apiserver holds the new one; like an informer cache, it never goes back once it showed a
-// version); the test calls nextTick before each tick.
+// laggingRoutes is a client whose HTTPRoutes lag one tick behind (lagCache).
 type laggingRoutes struct {
 	client.Client
-	mu    sync.Mutex
-	tick  int
-	stale map[client.ObjectKey]staleRoute
-	// staleReads counts the reads answered with a route older than the apiserver's.
-	staleReads atomic.Int32
+	*lagCache[*gwv1.HTTPRoute]
 }
 
-type staleRoute struct {
-	route *gwv1.HTTPRoute
-	tick  int
-}
-
-func (l *laggingRoutes) nextTick() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.tick++
-	for k, v := range l.stale {
-		if v.tick < l.tick-1 {
-			delete(l.stale, k)
-		}
-	}
+func newLaggingRoutes(c client.Client) *laggingRoutes {
+	return &laggingRoutes{Client: c, lagCache: newLagCache(func() *gwv1.HTTPRoute { return &gwv1.HTTPRoute{} })}
 }
 
 func (l *laggingRoutes) remember(ctx context.Context, obj client.Object) {
-	if _, ok := obj.(*gwv1.HTTPRoute); !ok {
-		return
+	if _, ok := obj.(*gwv1.HTTPRoute); ok {
+		l.beforeWrite(ctx, l.Client, client.ObjectKeyFromObject(obj))
 	}
-	l.rememberKey(ctx, client.ObjectKeyFromObject(obj))
-}
-
-func (l *laggingRoutes) rememberKey(ctx context.Context, key client.ObjectKey) {
-	l.mu.Lock()
-	_, lagging := l.stale[key]
-	l.mu.Unlock()
-	before := &gwv1.HTTPRoute{}
-	if lagging || l.Client.Get(ctx, key, before) != nil {
-		return // the cache already holds an older version
-	}
-	l.mu.Lock()
-	l.stale[key] = staleRoute{before, l.tick}
-	l.mu.Unlock()
 }
 
 func (l *laggingRoutes) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
@@ -74,7 +39,7 @@ func (l *laggingRoutes) Patch(ctx context.Context, obj client.Object, patch clie
 
 func (l *laggingRoutes) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 	if route, ok := obj.(*gwapplyv1.HTTPRouteApplyConfiguration); ok {
-		l.rememberKey(ctx, client.ObjectKey{Namespace: *route.GetNamespace(), Name: *route.GetName()})
+		l.beforeWrite(ctx, l.Client, client.ObjectKey{Namespace: *route.GetNamespace(), Name: *route.GetName()})
 	}
 	return l.Client.Apply(ctx, obj, opts...)
 }
@@ -85,15 +50,8 @@ func (l *laggingRoutes) Update(ctx context.Context, obj client.Object, opts ...c
 }
 
 func (l *laggingRoutes) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if route, ok := obj.(*gwv1.HTTPRoute); ok {
-		l.mu.Lock()
-		old, lagging := l.stale[key]
-		l.mu.Unlock()
-		if lagging && old.tick >= l.tick-1 {
-			l.staleReads.Add(1)
-			old.route.DeepCopyInto(route)
-			return nil
-		}
+	if l.readStale(key, obj) {
+		return nil
 	}
 	return l.Client.Get(ctx, key, obj, opts...)
 }
@@ -109,7 +67,7 @@ func (l *laggingRoutes) Get(ctx context.Context, key client.ObjectKey, obj clien
 func TestOwnRouteWritesAreNotDrift(t *testing.T) {
 	run := func(t *testing.T, fresh bool) {
 		h := newHarness(t)
-		lag := &laggingRoutes{Client: h.c, stale: map[client.ObjectKey]staleRoute{}}
+		lag := newLaggingRoutes(h.c)
 		h.r.Routers = map[sluicev1.Provider]providers.Router{sluicev1.ProviderGatewayAPI: gatewayapi.New(lag)}
 		if fresh {
 			h.r.FreshRouters = map[sluicev1.Provider]providers.Router{sluicev1.ProviderGatewayAPI: gatewayapi.New(h.c)}

@@ -12,34 +12,18 @@ import (
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 )
 
-// laggingWorkloads plays an informer cache one tick behind for Deployments: from the controller's
-// Deployment patch to the end of the next tick, reads return the Deployment as it was before that
-// patch (the apiserver holds the new one), while every other read is current — the Canary's own
-// informer has caught up, the Deployments' has not. It counts the Deployment patches sent.
+// laggingWorkloads is a client whose Deployments lag one tick behind the controller's own writes
+// (lagCache), while every other read is current: the Canary's informer has caught up, the
+// Deployments' has not. It records the Deployment patches sent.
 type laggingWorkloads struct {
 	client.Client
+	*lagCache[*appsv1.Deployment]
 	mu      sync.Mutex
-	tick    int
-	stale   map[client.ObjectKey]staleDeployment
 	patches []string // "name: patch body"
-	// staleReads counts the reads answered with a Deployment older than the apiserver's.
-	staleReads int
 }
 
-type staleDeployment struct {
-	d    *appsv1.Deployment
-	tick int
-}
-
-func (l *laggingWorkloads) nextTick() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.tick++
-	for k, v := range l.stale {
-		if v.tick < l.tick-1 {
-			delete(l.stale, k)
-		}
-	}
+func newLaggingWorkloads(c client.Client) *laggingWorkloads {
+	return &laggingWorkloads{Client: c, lagCache: newLagCache(func() *appsv1.Deployment { return &appsv1.Deployment{} })}
 }
 
 func (l *laggingWorkloads) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
@@ -47,16 +31,7 @@ func (l *laggingWorkloads) Patch(ctx context.Context, obj client.Object, patch c
 	if !ok {
 		return l.Client.Patch(ctx, obj, patch, opts...)
 	}
-	key := client.ObjectKeyFromObject(d)
-	before := &appsv1.Deployment{}
-	l.mu.Lock()
-	_, lagging := l.stale[key]
-	l.mu.Unlock()
-	if !lagging && l.Client.Get(ctx, key, before) == nil {
-		l.mu.Lock()
-		l.stale[key] = staleDeployment{before, l.tick}
-		l.mu.Unlock()
-	}
+	l.beforeWrite(ctx, l.Client, client.ObjectKeyFromObject(d))
 	body, _ := patch.Data(obj)
 	l.mu.Lock()
 	l.patches = append(l.patches, d.Name+": "+string(body))
@@ -65,16 +40,8 @@ func (l *laggingWorkloads) Patch(ctx context.Context, obj client.Object, patch c
 }
 
 func (l *laggingWorkloads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if d, ok := obj.(*appsv1.Deployment); ok {
-		l.mu.Lock()
-		old, lagging := l.stale[key]
-		if lagging && old.tick >= l.tick-1 {
-			l.staleReads++
-			old.d.DeepCopyInto(d)
-			l.mu.Unlock()
-			return nil
-		}
-		l.mu.Unlock()
+	if l.readStale(key, obj) {
+		return nil
 	}
 	return l.Client.Get(ctx, key, obj, opts...)
 }
@@ -87,7 +54,7 @@ func (l *laggingWorkloads) Get(ctx context.Context, key client.ObjectKey, obj cl
 // lagging cache served stale Deployments (else the test simulates nothing).
 func TestAWorkloadWriteIsNotRepeatedFromALaggingCache(t *testing.T) {
 	h := newHarness(t)
-	lag := &laggingWorkloads{Client: h.c, stale: map[client.ObjectKey]staleDeployment{}}
+	lag := newLaggingWorkloads(h.c)
 	h.r = h.reconciler(lag, Options{StepEvents: true})
 	h.app(2, "1")
 	h.create(h.canaryFor())
@@ -99,8 +66,9 @@ func TestAWorkloadWriteIsNotRepeatedFromALaggingCache(t *testing.T) {
 		t.Fatalf("phase %s, want Initialized\n%s", h.last.Phase, strings.Join(h.log, "\n"))
 	}
 	lag.mu.Lock()
-	lag.patches, lag.staleReads = nil, 0
+	lag.patches = nil
 	lag.mu.Unlock()
+	lag.staleReads.Store(0)
 	h.setImage("2")
 	for i := 0; i < 60 && h.last.Phase != sluicev1.CanaryPhaseSucceeded; i++ {
 		lag.nextTick()
@@ -116,7 +84,7 @@ func TestAWorkloadWriteIsNotRepeatedFromALaggingCache(t *testing.T) {
 	}
 	lag.mu.Lock()
 	defer lag.mu.Unlock()
-	if lag.staleReads == 0 {
+	if lag.staleReads.Load() == 0 {
 		t.Fatal("the lagging cache served no stale Deployment: the test simulates nothing")
 	}
 	want := []string{"podinfo: scale-up", "podinfo-primary: promotion", "podinfo: scale-down"}
