@@ -65,14 +65,11 @@ func Start(ctx context.Context, o Options) (*Proc, error) {
 	if o.PodName == "" {
 		o.PodName = "sluice-0"
 	}
-	metricsPort, err := FreePort()
+	ports, err := FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
-	probePort, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
+	metricsPort, probePort := ports[0], ports[1]
 	args := []string{
 		"--leader-elect=true", "--leader-election-namespace=kube-system",
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metricsPort),
@@ -273,14 +270,21 @@ func labelValue(m *dto.Metric, name string) string {
 	return ""
 }
 
-// FreePort is a TCP port free on loopback now.
-func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// FreePorts returns n distinct TCP ports free on loopback now: every listener stays open until
+// all are chosen, so the kernel cannot hand out one port twice (two ports asked for one after the
+// other, each listener closed at once, can be the same: the manager's metrics and probe servers
+// then collide).
+func FreePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return ports, nil
 }
 
 // Tail returns the last n lines of a file.
