@@ -87,15 +87,18 @@ func TestAWorkloadWriteIsNotRepeatedFromALaggingCache(t *testing.T) {
 	if lag.staleReads.Load() == 0 {
 		t.Fatal("the lagging cache served no stale Deployment: the test simulates nothing")
 	}
-	want := []string{"podinfo: scale-up", "podinfo-primary: promotion", "podinfo: scale-down"}
+	// Each write as the patch it sends starts: the target's replicas, the primary's new template.
+	want := []string{`podinfo: {"spec":{"replicas":2}}`, `podinfo-primary: {"metadata":{"annotations":`, `podinfo: {"spec":{"replicas":0}}`}
 	if len(lag.patches) != len(want) {
-		t.Fatalf("%d Deployment patches during the release, want %d (%s):\n%s\n\n%s", len(lag.patches), len(want),
-			strings.Join(want, ", "), strings.Join(lag.patches, "\n"), strings.Join(h.log, "\n"))
+		t.Fatalf("%d Deployment patches during the release, want %d (the canary's scale-up, the primary's promotion, the canary's scale-down):\n%s\n\n%s",
+			len(lag.patches), len(want), strings.Join(lag.patches, "\n"), strings.Join(h.log, "\n"))
 	}
 	for i, p := range lag.patches {
-		name := strings.SplitN(want[i], ":", 2)[0]
-		if !strings.HasPrefix(p, name+": ") {
-			t.Fatalf("patch %d is %q, want the %s", i, p, want[i])
+		if !strings.HasPrefix(p, want[i]) {
+			t.Fatalf("patch %d is %q, want one starting %q", i, p, want[i])
 		}
+	}
+	if !strings.Contains(lag.patches[1], `"image":"ghcr.io/stefanprodan/podinfo:2"`) {
+		t.Fatalf("the promotion does not copy the new image to the primary: %s", lag.patches[1])
 	}
 }
