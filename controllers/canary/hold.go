@@ -98,10 +98,10 @@ func (c *rolloutCap) running(ctx context.Context, r *Reconciler, self *sluicev1.
 	if err := r.listIndexed(ctx, list, "", indexRunning, "true", indexRunningValue); err != nil {
 		return 0, fmt.Errorf("listing canaries: %w", err)
 	}
+	me := client.ObjectKeyFromObject(self)
 	counted := map[types.NamespacedName]bool{} // the index lists only runs in flight (indexRunningValue)
 	for i := range list.Items {
-		key := client.ObjectKeyFromObject(&list.Items[i])
-		if key.Namespace != self.Namespace || key.Name != self.Name {
+		if key := client.ObjectKeyFromObject(&list.Items[i]); key != me {
 			counted[key] = true
 		}
 	}
@@ -110,7 +110,7 @@ func (c *rolloutCap) running(ctx context.Context, r *Reconciler, self *sluicev1.
 			delete(c.admitted, key) // the cache shows the run (in flight or ended): it counts from there
 			continue
 		}
-		if key.Namespace != self.Namespace || key.Name != self.Name {
+		if key != me {
 			counted[key] = true
 		}
 	}

@@ -80,9 +80,6 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 	if err := soft(err); err != nil {
 		return nil, err
 	}
-	if target != nil && r.workloadWrites.Behind(target.obj(), tick.Now()) {
-		return nil, errWorkloadCacheBehind
-	}
 	revision, tracked := s.LastAppliedSpec, s.TrackedConfigs
 	if target != nil {
 		obs.refs = configRefs(&target.podTemplate().Spec)
@@ -105,7 +102,9 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 	if err != nil {
 		return nil, err
 	}
-	if r.workloadWrites.Behind(primary.obj(), tick.Now()) {
+	// Nothing above writes a workload the log may hold (a primary is created only when missing,
+	// from a template Sluice's target writes never change): one look covers both.
+	if r.workloadWrites.Behind(primary.obj(), tick.Now()) || target != nil && r.workloadWrites.Behind(target.obj(), tick.Now()) {
 		return nil, errWorkloadCacheBehind
 	}
 	// The copies agree with the revision the primary runs, even after a crash between writes.

@@ -135,7 +135,7 @@ type report struct {
 	eventsStored                                                int
 	eventsByReason                                              map[string]int
 
-	throttled, throttleSeconds, tooMany float64
+	throttled, throttleSeconds float64
 	// tooManyBy: the requests answered 429, by verb and resource.
 	tooManyBy                       requests
 	initThrottled, releaseThrottled float64
@@ -217,7 +217,7 @@ func (r *report) print(w io.Writer) {
 		row("CPU during the release, by process (cores)", "%s", r.releaseCPUByProcess)
 	}
 	row("client-side throttling", "%.0f requests waited for a token (%.0f while initializing, %.0f during the release; %.1f s in total); %.0f answered 429 by the apiserver (%s)",
-		r.throttled, r.initThrottled, r.releaseThrottled, r.throttleSeconds, r.tooMany, r.tooManyBy.line(1, "%.0f"))
+		r.throttled, r.initThrottled, r.releaseThrottled, r.throttleSeconds, r.tooManyBy.total(), r.tooManyBy.line(1, "%.0f"))
 	fmt.Fprintf(w, "\ninitialization requests per Canary: %.1f (%s)\n", r.initRequests.canaryTotal()/n, r.initRequests.line(n, "%.2f"))
 	fmt.Fprintf(w, "refused requests: initialization %s; release %s\n", r.initFailures.line(1, "%.0f"), r.releaseFailures.line(1, "%.0f"))
 	if len(r.profilePaths) > 0 {

@@ -119,7 +119,6 @@ func run(ctx context.Context, c config) (err error) {
 	}
 	r.throttled = last.Sum("sluice_kube_api_throttled_requests_total")
 	r.throttleSeconds = last.Sum("sluice_kube_api_throttle_seconds_total")
-	r.tooMany = last.Sum("sluice_kube_api_requests_total", "code", "429")
 	r.tooManyBy = requests{}
 	for k, v := range last.ByLabels("sluice_kube_api_requests_total", "code", "verb", "resource") {
 		if req, ok := strings.CutPrefix(k, "429 "); ok {

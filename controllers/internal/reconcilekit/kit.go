@@ -130,10 +130,15 @@ func (w *WriteLog) Wrote(obj client.Object, basedOn string, at time.Time) { w.wr
 // Once the cache shows another version the write is forgotten (the log of a controller that
 // records writes only for Behind holds just the writes its cache has not shown yet).
 func (w *WriteLog) Behind(obj client.Object, now time.Time) bool {
+	key := keyOf(obj)
+	v, ok := w.patchedFrom.Load(key)
+	if !ok {
+		return false // every tick of an object not written lately: a lock-free read, no delete
+	}
 	if w.cacheBehind(obj, now) {
 		return true
 	}
-	w.patchedFrom.Delete(keyOf(obj))
+	w.patchedFrom.CompareAndDelete(key, v)
 	return false
 }
 
