@@ -45,7 +45,7 @@ func TestCredentialsNeverLeaveTheirAddress(t *testing.T) {
 	}
 	e := NewEngine(reader(secret("token", map[string]string{"token": "s3cret"}),
 		tpl("no-address", ""), tpl("redirecting", redirecting.URL), tpl("failing", failing.URL),
-		tpl("metadata", "http://169.254.169.254:9090")), Options{})
+		tpl("metadata", "http://169.254.169.254:9090")), Options{Egress: loopbackAllowed})
 
 	for _, tc := range []struct{ template, message string }{
 		{"no-address", "has provider.secretRef but no provider.address"},
@@ -85,7 +85,7 @@ func TestAddressPasswordNotInMessages(t *testing.T) {
 		address := strings.Replace(failing.URL, "http://", "http://admin:pa55word@", 1)
 		m := metricTemplate(ns, "shared", `vector(42)`)
 		m.Spec.Provider.Address = address
-		e := NewEngine(reader(m), Options{})
+		e := NewEngine(reader(m), Options{Egress: loopbackAllowed})
 		c := newCanary("app96", "", templateMetric("m", "shared"))
 		r := analyzeOne(t, e, c)
 		if r.Verdict != sluicev1.VerdictError || strings.Contains(r.Message, "pa55word") {

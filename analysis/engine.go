@@ -30,8 +30,7 @@ type Options struct {
 	// time. Default 4.
 	MaxConcurrentMetrics int
 	// Egress is the outbound destination policy every metrics server address must pass; its
-	// clients follow no redirects. Nil: every destination but link-local and cloud-metadata
-	// addresses.
+	// clients follow no redirects. Nil: the default policy (egress.Options{}).
 	Egress *egress.Policy
 	// Refs decides which namespaces a Canary's templateRef may name. The zero value allows only
 	// the Canary's own.

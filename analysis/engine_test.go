@@ -17,12 +17,13 @@ import (
 	"time"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/egress"
 	"sluice.dev/sluice/test/promtest"
 )
 
 func TestSuccessRateThreshold(t *testing.T) {
 	addr := prom(t).Address()
-	e := NewEngine(reader(), Options{})
+	e := NewEngine(reader(), Options{Egress: loopbackAllowed})
 	for _, tc := range []struct {
 		min  float64
 		want sluicev1.Verdict
@@ -49,7 +50,7 @@ func TestSuccessRateThreshold(t *testing.T) {
 
 func TestRequestDurationP99(t *testing.T) {
 	addr := prom(t).Address()
-	e := NewEngine(reader(), Options{})
+	e := NewEngine(reader(), Options{Egress: loopbackAllowed})
 	r := analyzeOne(t, e, newCanary("lat", addr, duration(500)))
 	v, err := strconv.ParseFloat(r.Value, 64)
 	if err != nil || math.Abs(v-wantP99)/wantP99 > 0.01 {
@@ -69,7 +70,7 @@ func TestNoData(t *testing.T) {
 		metricTemplate(ns, "plus-inf", `sum(rate(istio_requests_total{destination_workload="{{ .target }}"}[{{ .interval }}])) / 0`),
 		metricTemplate(ns, "minus-inf", `-sum(rate(istio_requests_total{destination_workload="{{ .target }}"}[{{ .interval }}])) / 0`),
 		metricTemplate(ns, "nan-scalar", `scalar(vector(0)) / 0`),
-	), Options{})
+	), Options{Egress: loopbackAllowed})
 	for _, tc := range []struct {
 		name, target string
 		metric       sluicev1.CanaryMetric
@@ -100,7 +101,7 @@ func TestNoData(t *testing.T) {
 }
 
 func TestOnlyErrorsIsZeroNotNoData(t *testing.T) {
-	r := analyzeOne(t, NewEngine(reader(), Options{}), newCanary("allerr", prom(t).Address(), successRate(90)))
+	r := analyzeOne(t, NewEngine(reader(), Options{Egress: loopbackAllowed}), newCanary("allerr", prom(t).Address(), successRate(90)))
 	if r.Verdict != sluicev1.VerdictFail || r.Value != "0.00" {
 		t.Errorf("got %s %q, want Fail 0.00", r.Verdict, r.Value)
 	}
@@ -108,7 +109,7 @@ func TestOnlyErrorsIsZeroNotNoData(t *testing.T) {
 
 func TestTwoSeriesIsError(t *testing.T) {
 	e := NewEngine(reader(metricTemplate(ns, "by-kind",
-		`sum by (kind) (rate(app_errors_total{app="{{ .target }}"}[{{ .interval }}]))`)), Options{})
+		`sum by (kind) (rate(app_errors_total{app="{{ .target }}"}[{{ .interval }}]))`)), Options{Egress: loopbackAllowed})
 	r := analyzeOne(t, e, newCanary("two", prom(t).Address(), templateMetric("errors", "by-kind")))
 	if r.Verdict != sluicev1.VerdictError || !strings.Contains(r.Message, "2 series") {
 		t.Errorf("got %s %q, want Error naming 2 series", r.Verdict, r.Message)
@@ -123,11 +124,11 @@ func TestStoppedPrometheus(t *testing.T) {
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	e := NewEngine(reader(), Options{QueryTimeout: 2 * time.Second})
+	e := NewEngine(reader(), Options{Egress: loopbackAllowed, QueryTimeout: 2 * time.Second})
 	c := newCanary("app95", s.Address(), successRate(90))
 	r := analyzeOne(t, e, c)
-	if r.Verdict != sluicev1.VerdictError || !strings.Contains(r.Message, s.Address()) || !strings.Contains(r.Message, "connection refused") {
-		t.Errorf("got %s %q, want Error naming %s and the reason", r.Verdict, r.Message, s.Address())
+	if r.Verdict != sluicev1.VerdictError || !strings.Contains(r.Message, s.Address()+": "+egress.ReasonUnreachable) {
+		t.Errorf("got %s %q, want Error naming %s and the fixed reason %q", r.Verdict, r.Message, s.Address(), egress.ReasonUnreachable)
 	}
 	err = e.Ready(context.Background(), c)
 	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), s.Address()) {
@@ -156,7 +157,7 @@ func TestEscapingInjection(t *testing.T) {
 		t.Fatalf("unescaped query %s = %s, %v; want vector(1)", raw, res.Result, err)
 	}
 
-	e := NewEngine(reader(metricTemplate(ns, "inject", tpl)), Options{})
+	e := NewEngine(reader(metricTemplate(ns, "inject", tpl)), Options{Egress: loopbackAllowed})
 	m := templateMetric("inject", "inject")
 	m.TemplateVariables = map[string]string{"workload": injection}
 	r := analyzeOne(t, e, newCanary("app95", p.Address(), m))
@@ -195,7 +196,7 @@ func TestEscapeRoundTrip(t *testing.T) {
 
 func TestCompareToPrimary(t *testing.T) {
 	addr := prom(t).Address()
-	e := NewEngine(reader(), Options{})
+	e := NewEngine(reader(), Options{Egress: loopbackAllowed})
 	for _, tc := range []struct {
 		delta float64
 		want  sluicev1.Verdict
@@ -229,7 +230,7 @@ func TestCompareToPrimary(t *testing.T) {
 
 func TestMinRequestCount(t *testing.T) {
 	addr := prom(t).Address()
-	e := NewEngine(reader(), Options{})
+	e := NewEngine(reader(), Options{Egress: loopbackAllowed})
 	withMin := func(m sluicev1.CanaryMetric, n int64) sluicev1.CanaryMetric { m.MinRequestCount = &n; return m }
 	for _, tc := range []struct {
 		target string
@@ -263,7 +264,7 @@ func TestMinRequestCount(t *testing.T) {
 
 func TestMeshes(t *testing.T) {
 	addr := prom(t).Address()
-	e := NewEngine(reader(), Options{})
+	e := NewEngine(reader(), Options{Egress: loopbackAllowed})
 	for _, tc := range []struct {
 		name     string
 		target   string
@@ -325,7 +326,7 @@ func countingProxy(t *testing.T, target string) (*httptest.Server, *atomic.Int64
 
 func TestQueriesPerMetric(t *testing.T) {
 	proxy, n := countingProxy(t, prom(t).Address())
-	e := NewEngine(reader(), Options{})
+	e := NewEngine(reader(), Options{Egress: loopbackAllowed})
 	minCount := func(m sluicev1.CanaryMetric, c int64) sluicev1.CanaryMetric { m.MinRequestCount = &c; return m }
 	compare := func(m sluicev1.CanaryMetric) sluicev1.CanaryMetric {
 		m.CompareToPrimary = &sluicev1.PrimaryComparison{MaxDelta: 5}
@@ -356,7 +357,7 @@ func TestQueriesPerMetric(t *testing.T) {
 
 func TestConcurrentAnalyze(t *testing.T) {
 	addr := prom(t).Address()
-	e := NewEngine(reader(), Options{})
+	e := NewEngine(reader(), Options{Egress: loopbackAllowed})
 	c := newCanary("app95", addr, successRate(90), duration(500))
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
@@ -385,7 +386,7 @@ func TestConcurrentAnalyze(t *testing.T) {
 }
 
 func TestAnalyzeSpecErrors(t *testing.T) {
-	e := NewEngine(reader(), Options{ScrapeInterval: 30 * time.Second})
+	e := NewEngine(reader(), Options{Egress: loopbackAllowed, ScrapeInterval: 30 * time.Second})
 	c := newCanary("app95", "http://127.0.0.1:1", successRate(90), successRate(80))
 	if _, err := e.Analyze(context.Background(), c, now); !errors.Is(err, ErrInvalidSpec) {
 		t.Errorf("duplicate names: err = %v, want ErrInvalidSpec", err)
@@ -406,7 +407,7 @@ func TestAnalyzeSpecErrors(t *testing.T) {
 func TestResultsInSpecOrder(t *testing.T) {
 	addr := prom(t).Address()
 	tpl := metricTemplate(ns, "const", `vector({{ .variables.v }})`)
-	e := NewEngine(reader(tpl), Options{MaxConcurrentMetrics: 3})
+	e := NewEngine(reader(tpl), Options{Egress: loopbackAllowed, MaxConcurrentMetrics: 3})
 	var metrics []sluicev1.CanaryMetric
 	for i := range 10 {
 		m := templateMetric("m"+strconv.Itoa(i), "const")

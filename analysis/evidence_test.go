@@ -53,7 +53,7 @@ func TestCheckOutcomeEvidenceRule(t *testing.T) {
 // below minRequestCount and an empty metric with onNoData Skip give a check with no evidence.
 func TestAllSkippedMetricsAreNoEvidence(t *testing.T) {
 	addr := prom(t).Address()
-	e := NewEngine(reader(), Options{})
+	e := NewEngine(reader(), Options{Egress: loopbackAllowed})
 	quiet := successRate(99)
 	quiet.MinRequestCount = new(int64)
 	*quiet.MinRequestCount = 100
@@ -89,7 +89,7 @@ func TestPrometheusWarningIsAnError(t *testing.T) {
 		})
 	}))
 	defer srv.Close()
-	e := NewEngine(reader(), Options{})
+	e := NewEngine(reader(), Options{Egress: loopbackAllowed})
 	check := analyze(t, e, newCanary("app95", srv.URL, successRate(99)))
 	r := check.Results[0]
 	if r.Verdict != sluicev1.VerdictError || !strings.Contains(r.Message, warning) || r.Value != "" {
@@ -106,7 +106,7 @@ func TestUnreachableServerIsAnErrorNotAFailure(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	addr := srv.URL
 	srv.Close() // nothing listens there any more
-	e := NewEngine(reader(), Options{QueryTimeout: 2 * time.Second})
+	e := NewEngine(reader(), Options{Egress: loopbackAllowed, QueryTimeout: 2 * time.Second})
 	check := analyze(t, e, newCanary("app95", addr, successRate(99)))
 	if check.Outcome() != sluicev1.CheckError || check.Failed() || !strings.Contains(check.Summary(), addr) {
 		t.Fatalf("outcome %s failed=%v summary %q", check.Outcome(), check.Failed(), check.Summary())
@@ -118,7 +118,7 @@ func TestUnreachableServerIsAnErrorNotAFailure(t *testing.T) {
 // it judged; a run that started less than two scrape intervals ago is not judged yet.
 func TestWindowNeverReachesBeforeTheRun(t *testing.T) {
 	addr := prom(t).Address()
-	e := NewEngine(reader(), Options{})
+	e := NewEngine(reader(), Options{Egress: loopbackAllowed})
 
 	c := newCanary("app95", addr, successRate(90))
 	c.Status.RunStartTime = &metav1.Time{Time: now.Add(-40 * time.Second)}

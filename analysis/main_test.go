@@ -17,8 +17,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/egress"
 	"sluice.dev/sluice/test/promtest"
 )
+
+// loopbackAllowed is the egress policy of the tests, whose Prometheus and receivers listen on
+// 127.0.0.1: the default policy refuses loopback.
+var loopbackAllowed = func() *egress.Policy {
+	p, err := egress.NewPolicy(egress.Options{AllowTo: []string{egress.Loopback}})
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()
 
 // The backfilled data set: every series from t0 to t0+30m, one sample every 15s; checks run at
 // now = t0+20m over the default 1m window.

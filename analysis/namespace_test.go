@@ -50,7 +50,7 @@ func namespaceFixtures() []promtest.Series {
 func TestAnalyzeNamespace(t *testing.T) {
 	srv := promtest.StartT(t, promtest.Config{Series: namespaceFixtures()})
 	tpl := metricTemplate("sluice-system", "fleet-health", `min(fleet_health{namespace="{{ .namespace }}"})`)
-	e := NewEngine(reader(tpl), Options{DefaultAddress: srv.Address()})
+	e := NewEngine(reader(tpl), Options{Egress: loopbackAllowed, DefaultAddress: srv.Address()})
 	min := func(v float64) *sluicev1.ThresholdRange { return &sluicev1.ThresholdRange{Min: &v} }
 	health := sluicev1.CanaryMetric{Name: "fleet-health", ThresholdRange: min(1),
 		TemplateRef: &sluicev1.CrossNamespaceObjectReference{Name: "fleet-health", Namespace: "sluice-system"}}
@@ -146,7 +146,7 @@ func TestValidateNamespaceAnalysis(t *testing.T) {
 			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("got %v, want %v containing %q", err, tc.want, tc.msg)
 			}
-			if _, err := NewEngine(reader(), Options{ScrapeInterval: 15 * time.Second}).AnalyzeNamespace(context.Background(), a, now); !errors.Is(err, tc.want) {
+			if _, err := NewEngine(reader(), Options{Egress: loopbackAllowed, ScrapeInterval: 15 * time.Second}).AnalyzeNamespace(context.Background(), a, now); !errors.Is(err, tc.want) {
 				t.Fatalf("AnalyzeNamespace: %v", err)
 			}
 		})

@@ -140,15 +140,20 @@ func (e *Engine) query(ctx context.Context, s server, q string, ts time.Time) (m
 }
 
 // queryError explains err from querying address. A non-2xx answer is described by its type and
-// code only; its body (promv1.Error.Detail) goes to the debug log, never into status. Refusals of
-// the egress policy are not ErrUnreachable: retrying does not help.
+// code only; its body (promv1.Error.Detail) goes to the debug log, never into status. A failed
+// request is described by its fixed reason (egress.Summary: no resolved address, port or
+// certificate names), its error going to the debug log. Refusals of the egress policy are not
+// ErrUnreachable: retrying does not help.
 func queryError(ctx context.Context, address string, err error) error {
 	address = redacted(address)
-	if errors.Is(err, egress.ErrRefused) {
-		return fmt.Errorf("metrics server %s: %w", hostOf(address), err)
-	}
 	var apiErr *promv1.Error
-	if errors.As(err, &apiErr) {
+	if !errors.As(err, &apiErr) {
+		log.FromContext(ctx).V(1).Info("Metrics server query failed", "address", address, "error", err.Error())
+	}
+	if errors.Is(err, egress.ErrRefused) {
+		return fmt.Errorf("metrics server %s: %w", hostOf(address), egress.Summary(err))
+	}
+	if apiErr != nil {
 		switch apiErr.Type {
 		case promv1.ErrBadData, promv1.ErrExec, promv1.ErrTimeout, promv1.ErrCanceled:
 			// Prometheus' own JSON error document (a query it rejected), not a raw body.
@@ -164,7 +169,7 @@ func queryError(ctx context.Context, address string, err error) error {
 		}
 		return fmt.Errorf("%w: %s: %w", ErrUnreachable, address, &promv1.Error{Type: apiErr.Type, Msg: apiErr.Msg})
 	}
-	return fmt.Errorf("%w: %s: %w", ErrUnreachable, address, err)
+	return fmt.Errorf("%w: %s: %w", ErrUnreachable, address, egress.Summary(err))
 }
 
 // redacted is address with the password of its user info, if any, replaced by "xxxxx": messages

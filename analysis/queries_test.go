@@ -56,7 +56,7 @@ func TestValidateQueriesNamesTheMetricAndTemplate(t *testing.T) {
 	needsVar := metricTemplate(ns, "needs-var", `x{a="{{ .variables.missing }}"}`)
 	rangeVec := metricTemplate(ns, "range", `foo[5m]`)
 	ok := metricTemplate(ns, "ok", `vector(100)`)
-	e := NewEngine(reader(invalid, needsVar, rangeVec, ok), Options{DefaultAddress: "http://127.0.0.1:1"})
+	e := NewEngine(reader(invalid, needsVar, rangeVec, ok), Options{Egress: loopbackAllowed, DefaultAddress: "http://127.0.0.1:1"})
 	judged := func(m sluicev1.CanaryMetric) sluicev1.CanaryMetric {
 		m.ThresholdRange = &sluicev1.ThresholdRange{Min: ptr(1.0)}
 		return m

@@ -50,7 +50,7 @@ func TestMetricTemplateLookup(t *testing.T) {
 	badType := metricTemplate(ns, "bad-type", `vector(1)`)
 	badType.Spec.Provider.Type = "datadog"
 	// Templates in namespace monitoring are the controller's shared ones.
-	e := NewEngine(reader(local, shared, noAddr, missingVar, badType), Options{DefaultAddress: addr,
+	e := NewEngine(reader(local, shared, noAddr, missingVar, badType), Options{Egress: loopbackAllowed, DefaultAddress: addr,
 		Refs: tenancy.RefPolicy{ControllerNamespace: "monitoring"}})
 
 	metric := func(name, tplNamespace, tpl string) sluicev1.CanaryMetric {
@@ -102,7 +102,7 @@ func TestMetricTemplateLookup(t *testing.T) {
 
 	// By default a templateRef into another namespace is refused before anything is read or
 	// queried.
-	refusing := NewEngine(reader(local, shared), Options{DefaultAddress: addr})
+	refusing := NewEngine(reader(local, shared), Options{Egress: loopbackAllowed, DefaultAddress: addr})
 	r := analyzeOne(t, refusing, newCanary("cmp", "http://127.0.0.1:1", metric("other-namespace", "monitoring", "rate")))
 	if r.Verdict != sluicev1.VerdictError || !strings.Contains(r.Message, "MetricTemplate monitoring/rate") ||
 		!strings.Contains(r.Message, tenancy.ErrCrossNamespaceRef.Error()) || r.Query != "" {
@@ -110,7 +110,7 @@ func TestMetricTemplateLookup(t *testing.T) {
 	}
 
 	// No address anywhere.
-	e = NewEngine(reader(noAddr), Options{})
+	e = NewEngine(reader(noAddr), Options{Egress: loopbackAllowed})
 	c = newCanary("cmp", "", metric("m", "", "noaddr"))
 	if r := analyzeOne(t, e, c); r.Verdict != sluicev1.VerdictError || !strings.Contains(r.Message, "spec.metricsServer") {
 		t.Errorf("no address: got %s %q", r.Verdict, r.Message)

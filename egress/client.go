@@ -22,8 +22,10 @@ func (p *Policy) Transport(tlsConfig *tls.Config) *http.Transport {
 	return t
 }
 
-// DialContext dials addr ("host:port") like net.Dialer, refusing with ErrRefused any resolved
-// address CheckAddr refuses, before the connection is attempted.
+// DialContext dials addr ("host:port") like net.Dialer, refusing with a *RefusedError any resolved
+// address CheckAddr refuses, before the connection is attempted. This is where the policy is
+// enforced: it sees every address a name resolves to at the moment of the call (so a name rebound
+// to another address after CheckURL is judged on what it resolves to now).
 func (p *Policy) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -36,7 +38,7 @@ func (p *Policy) DialContext(ctx context.Context, network, addr string) (net.Con
 		Control: func(_, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
 			if err != nil {
-				return fmt.Errorf("%w: unparsable address %q", ErrRefused, address)
+				return &RefusedError{Host: host, why: "an unparsable address"}
 			}
 			return p.CheckAddr(host, ap.Addr())
 		},

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/egress"
 )
@@ -48,5 +50,34 @@ func TestProviderDestinations(t *testing.T) {
 	err = n.Send(context.Background(), alertList(alert("failing", "", "failing")), rollback())
 	if err == nil || !strings.Contains(err.Error(), "HTTP 500 Internal Server Error") || strings.Contains(err.Error(), "9d8e7f") {
 		t.Fatalf("Send to a failing provider: %v, want the code without the body", err)
+	}
+}
+
+// TestDefaultPolicyRefusesLoopback: with the default policy (no Egress option), a provider address
+// or a spec.proxy on loopback is a configuration error found before anything is sent, and the
+// message names neither the address nor its port; the receiver gets nothing.
+func TestDefaultPolicyRefusesLoopback(t *testing.T) {
+	rcv := newReceiver(t, http.StatusOK)
+	host := strings.TrimPrefix(rcv.srv.URL, "http://")
+	objs := provider("direct", sluicev1.AlertProviderGeneric, rcv.url())
+	proxied := provider("proxied", sluicev1.AlertProviderGeneric, "https://hooks.example.com/services/T/B/x")
+	proxied[0].(*sluicev1.AlertProvider).Spec.Proxy = rcv.srv.URL
+	objs = append(objs, proxied...)
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).Build()
+	n := New(c, Options{})
+	for _, name := range []string{"direct", "proxied"} {
+		alerts := alertList(alert("a", "", name))
+		err := n.Check(context.Background(), testNS, alerts)
+		if !errors.Is(err, egress.ErrRefused) || !errors.Is(err, ErrProviderConfig) || !strings.Contains(err.Error(), "loopback") {
+			t.Errorf("%s: Check = %v, want a loopback refusal as a configuration error", name, err)
+		}
+		if err := n.Send(context.Background(), alerts, rollback()); !errors.Is(err, egress.ErrRefused) {
+			t.Errorf("%s: Send = %v, want ErrRefused", name, err)
+		} else if msg := err.Error(); strings.Contains(msg, host) || strings.Contains(msg, "127.0.0.1") {
+			t.Errorf("%s: Send error %q names the address", name, msg)
+		}
+	}
+	if got := len(rcv.received()); got != 0 {
+		t.Fatalf("the receiver got %d requests", got)
 	}
 }

@@ -16,7 +16,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/egress"
 )
+
+// loopbackAllowed is the egress policy of the tests, whose receivers listen on 127.0.0.1: the
+// default policy refuses loopback.
+var loopbackAllowed = func() *egress.Policy {
+	p, err := egress.NewPolicy(egress.Options{AllowTo: []string{egress.Loopback}})
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()
 
 // receiver is a local webhook endpoint that records every body it receives and answers status.
 type receiver struct {
@@ -92,8 +103,13 @@ func newNotifier(t *testing.T, objs ...client.Object) *Notifier {
 	return newNotifierWith(t, Options{}, objs...)
 }
 
+// newNotifierWith is New over a fake client holding objs, with loopbackAllowed when opts has no
+// policy.
 func newNotifierWith(t *testing.T, opts Options, objs ...client.Object) *Notifier {
 	t.Helper()
+	if opts.Egress == nil {
+		opts.Egress = loopbackAllowed
+	}
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).Build()
 	return New(c, opts)
 }

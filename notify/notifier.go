@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/egress"
@@ -37,11 +38,11 @@ var ErrProviderConfig = errors.New("alert provider misconfigured")
 
 // Options configure a Notifier.
 type Options struct {
-	// HTTPClient posts the messages. Nil means Egress.Client(nil): no redirects, no link-local or
-	// metadata addresses, only allowed destinations.
+	// HTTPClient posts the messages. Nil means Egress.Client(nil): no redirects, no address the
+	// policy refuses, only allowed destinations.
 	HTTPClient *http.Client
-	// Egress is the outbound destination policy every provider's address must pass. Nil: every
-	// destination but link-local and cloud-metadata addresses.
+	// Egress is the outbound destination policy every provider's address must pass. Nil: the
+	// default policy (egress.Options{}: loopback, link-local, metadata, ... refused).
 	Egress *egress.Policy
 	// Refs decides which namespaces a namespaced subject's providerRef may name. The zero value
 	// allows only the subject's own.
@@ -141,7 +142,7 @@ func (n *Notifier) sendAlert(ctx context.Context, namespace string, a sluicev1.C
 		err = fmt.Errorf("%w: unknown type %q", ErrProviderConfig, t.spec.Type)
 	}
 	if err != nil {
-		return fmt.Errorf("alert %q: %s AlertProvider %s: %w", a.Name, t.spec.Type, t.key, n.describe(err))
+		return fmt.Errorf("alert %q: %s AlertProvider %s: %w", a.Name, t.spec.Type, t.key, n.describe(ctx, err))
 	}
 	return nil
 }
@@ -177,6 +178,10 @@ func (n *Notifier) resolve(ctx context.Context, namespace string, ref sluicev1.C
 	if t.client, err = n.clientFor(p.Spec.Proxy); err != nil {
 		return t, fmt.Errorf("%w: AlertProvider %s: %w", ErrProviderConfig, t.key, err)
 	}
+	// Calls go to the proxy: its address must pass the egress policy (the dialer checks it too).
+	if err := n.egress.CheckURL(p.Spec.Proxy); p.Spec.Proxy != "" && err != nil {
+		return t, fmt.Errorf("%w: AlertProvider %s: spec.proxy: %w", ErrProviderConfig, t.key, err)
+	}
 
 	secretKey := types.NamespacedName{Namespace: t.key.Namespace, Name: p.Spec.SecretRef.Name}
 	if secretKey.Name == "" {
@@ -209,8 +214,10 @@ func (n *Notifier) resolve(ctx context.Context, namespace string, ref sluicev1.C
 }
 
 // describe rewrites a delivery error so it is short and never contains the webhook URL (which
-// carries the credential): a *url.Error is replaced by its cause, a deadline by "timed out".
-func (n *Notifier) describe(err error) error {
+// carries the credential), a resolved address, a port or a certificate's names: a deadline
+// becomes "timed out", a failed request (*url.Error) its fixed reason (egress.Reason), its cause
+// going to the debug log.
+func (n *Notifier) describe(ctx context.Context, err error) error {
 	if errors.Is(err, ErrProviderConfig) {
 		return err
 	}
@@ -219,7 +226,8 @@ func (n *Notifier) describe(err error) error {
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return fmt.Errorf("%s request failed: %w", ue.Op, ue.Err)
+		log.FromContext(ctx).V(1).Info("Alert provider request failed", "error", ue.Err.Error())
+		return fmt.Errorf("%s request failed: %w", ue.Op, egress.Summary(ue.Err))
 	}
 	return err
 }

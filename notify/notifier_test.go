@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/egress"
 	"sluice.dev/sluice/tenancy"
 )
 
@@ -179,7 +180,7 @@ func TestDeliveryErrors(t *testing.T) {
 		}
 	}
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).Build()
-	n := New(c, Options{Timeout: 300 * time.Millisecond})
+	n := New(c, Options{Timeout: 300 * time.Millisecond, Egress: loopbackAllowed})
 
 	tests := []struct {
 		provider string
@@ -188,7 +189,7 @@ func TestDeliveryErrors(t *testing.T) {
 		{"failing", "HTTP 500 Internal Server Error"},
 		{"ok", ""},
 		{"hang", "timed out after 300ms"},
-		{"closed", "Post request failed"},
+		{"closed", "Post request failed: " + egress.ReasonUnreachable},
 	}
 	for _, tt := range tests {
 		for _, typ := range []string{"msteams", "discord", "generic"} {

@@ -52,9 +52,10 @@ func (r *Runner) run(c *call) Result {
 }
 
 // attempt POSTs body to address once, bounded by timeout. The destination must pass the egress
-// policy, redirects are not followed, and a failing answer's body goes only to the debug log:
-// Result.Message (which reaches the Canary's status and events) holds the code and the standard
-// reason phrase.
+// policy, redirects are not followed, and a failing answer's body and a failed call's error go
+// only to the debug log: Result.Message (which reaches the Canary's status and events) holds the
+// code and the standard reason phrase, or a fixed reason (egress.Reason), never a resolved
+// address, a port or a certificate's names.
 func (r *Runner) attempt(parent context.Context, address string, body []byte, timeout time.Duration) Result {
 	if err := r.egress.CheckURL(address); err != nil {
 		return Result{State: Failed, Message: "webhook URL refused: " + err.Error()}
@@ -75,7 +76,8 @@ func (r *Runner) attempt(parent context.Context, address string, body []byte, ti
 		case errors.Is(err, context.DeadlineExceeded):
 			return Result{State: Failed, Message: fmt.Sprintf("timed out after %s", timeout)}
 		}
-		return Result{State: Failed, Message: cause(err).Error()}
+		r.log.V(1).Info("Webhook call failed", "host", req.URL.Host, "error", cause(err).Error())
+		return Result{State: Failed, Message: egress.Reason(err)}
 	}
 	defer func() {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))

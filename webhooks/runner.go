@@ -27,13 +27,13 @@ const (
 
 // Options configure a Runner.
 type Options struct {
-	// HTTPClient makes the calls. Nil means Egress.Client(nil): no redirects, no link-local or
-	// metadata addresses, only allowed destinations. Each attempt is bounded by the hook's
+	// HTTPClient makes the calls. Nil means Egress.Client(nil): no redirects, no address the
+	// policy refuses, only allowed destinations. Each attempt is bounded by the hook's
 	// timeout whatever the client's own timeout.
 	HTTPClient *http.Client
 	// Egress is the outbound destination policy. Every URL is checked against it before a call
-	// (CheckURL), and the default client enforces it on every connection. Nil: every destination
-	// but link-local and cloud-metadata addresses.
+	// (CheckURL), and the default client enforces it on every connection. Nil: the default
+	// policy (egress.Options{}).
 	Egress *egress.Policy
 	// MaxInFlight bounds the calls running at once (default 32). Further calls queue in the
 	// order they were first polled and stay Pending. Fire-and-forget calls use at most half of

@@ -21,8 +21,9 @@ const (
 	// ReasonCrossNamespaceRef: a templateRef or providerRef names a namespace the controller's
 	// policy does not allow (see --allow-cross-namespace-refs); nothing was read or sent.
 	ReasonCrossNamespaceRef = "CrossNamespaceRefRefused"
-	// ReasonDestinationRefused: a webhook URL or metrics server address is a link-local or
-	// cloud-metadata address, or not on the controller's allowed destinations; nothing was sent.
+	// ReasonDestinationRefused: a webhook URL or metrics server address is one the egress policy
+	// refuses (loopback, cluster-internal, link-local, cloud metadata, ...) or not on the
+	// controller's allowed destinations; nothing was sent.
 	ReasonDestinationRefused = "DestinationRefused"
 	// ReasonNotOwned: an object Sluice would create or change exists without Sluice's ownership
 	// label; Sluice leaves it alone.

@@ -128,6 +128,8 @@ func TestDeploymentIsRestrictedAndWiresTheFlags(t *testing.T) {
 		"prometheusScrapeInterval": "30s",
 		"watchNamespaces":          []any{"team-a", "team-b"},
 		"extraArgs":                []any{"--zap-encoder=console"},
+		"allowEgressTo":            []any{"loopback", "cluster"},
+		"clusterCIDRs":             []any{"10.244.0.0/16", "fd10:244::/56"},
 	})
 	d := r.Find("Deployment", "sluice")
 	if d == nil {
@@ -191,6 +193,8 @@ func TestDeploymentIsRestrictedAndWiresTheFlags(t *testing.T) {
 		"--prometheus-scrape-interval=30s",
 		"--namespace=team-a,team-b",
 		"--zap-encoder=console",
+		"--allow-egress-to=loopback,cluster",
+		"--cluster-cidrs=10.244.0.0/16,fd10:244::/56",
 	} {
 		if !slices.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
@@ -283,6 +287,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		"metrics server":    {"metricsServer": "prometheus:9090"},
 		"crds switch type":  {"crds": map[string]any{"enabled": "yes"}},
 		"servicemonitor ko": {"serviceMonitor": map[string]any{"enable": true}},
+		"egress class":      {"allowEgressTo": []any{"private"}},
+		"cluster range":     {"clusterCIDRs": []any{"10.244.0.0"}},
 	} {
 		if _, err := helmchart.Render(helmchart.Release{Values: values}); err == nil {
 			t.Errorf("%s: values %v accepted", name, values)

@@ -33,6 +33,8 @@ type config struct {
 	controllerNamespace    string
 	allowCrossNamespace    bool
 	allowedDestinations    string
+	allowEgressTo          string
+	clusterCIDRs           string
 	enableDataPlane        bool
 	scale                  scaleFlags
 }
@@ -45,7 +47,9 @@ func parseFlags(args []string) (config, zap.Options, error) {
 	fs.StringVar(&c.metricsCertDir, "metrics-cert-dir", "", "Folder with tls.crt and tls.key for /metrics; empty: a self-signed certificate.")
 	fs.StringVar(&c.controllerNamespace, "controller-namespace", os.Getenv("POD_NAMESPACE"), "The manager's own namespace: every Canary may reference the MetricTemplates and AlertProviders in it (default $POD_NAMESPACE).")
 	fs.BoolVar(&c.allowCrossNamespace, "allow-cross-namespace-refs", false, "Let templateRefs and providerRefs name any namespace; by default only the Canary's own and --controller-namespace.")
-	fs.StringVar(&c.allowedDestinations, "allowed-destinations", "", "Comma-separated host names, *.domain suffixes, IPs and CIDR ranges: the only destinations of webhooks, notifications and Prometheus queries. Empty: any but link-local and cloud-metadata addresses, which are refused in any case.")
+	fs.StringVar(&c.allowedDestinations, "allowed-destinations", "", "Comma-separated host names, *.domain suffixes, IPs and CIDR ranges: the only destinations of webhooks, notifications and Prometheus queries. Empty: any destination the refused address classes leave (see --allow-egress-to); a listed name never admits a refused address.")
+	fs.StringVar(&c.allowEgressTo, "allow-egress-to", "", "Comma-separated address classes, refused by default, that webhooks, notifications and Prometheus queries may reach: loopback (127.0.0.0/8, ::1: this pod), cluster (--cluster-cidrs). Unspecified, link-local, cloud-metadata, multicast and broadcast addresses are refused in any case, also embedded in IPv6.")
+	fs.StringVar(&c.clusterCIDRs, "cluster-cidrs", "", "Comma-separated cluster-internal CIDR ranges, e.g. the pod and node ranges: outbound calls to them are refused unless --allow-egress-to has cluster. Leave the Service range out to let in-cluster Services (Prometheus, webhook receivers) be called.")
 	fs.BoolVar(&c.enableDataPlane, "enable-dataplane", true, "Run the cluster-scoped data-plane controller; turn it off in namespace-scoped installs, whose RBAC grants nothing cluster-wide.")
 	fs.StringVar(&c.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	fs.BoolVar(&c.leaderElect, "leader-elect", true, "Elect a leader so only one replica acts.")
@@ -90,6 +94,7 @@ func run(ctx context.Context, cfg config) error {
 		MetricsInsecure: !cfg.metricsSecure, MetricsCertDir: cfg.metricsCertDir,
 		ControllerNamespace: cfg.controllerNamespace, AllowCrossNamespaceRefs: cfg.allowCrossNamespace,
 		AllowedDestinations: splitList(cfg.allowedDestinations), DisableDataPlane: !cfg.enableDataPlane,
+		AllowEgressTo: splitList(cfg.allowEgressTo), ClusterCIDRs: splitList(cfg.clusterCIDRs),
 		Namespaces: splitList(cfg.namespaces),
 	}
 	cfg.scale.apply(&o)
@@ -99,7 +104,7 @@ func run(ctx context.Context, cfg config) error {
 	}
 	ctrl.Log.Info("Starting manager", "leaderElection", cfg.leaderElect, "namespaces", o.Namespaces,
 		"controllerNamespace", o.ControllerNamespace, "allowCrossNamespaceRefs", o.AllowCrossNamespaceRefs,
-		"allowedDestinations", o.AllowedDestinations, "dataPlane", cfg.enableDataPlane, "metricsSecure", cfg.metricsSecure,
+		"allowedDestinations", o.AllowedDestinations, "allowEgressTo", o.AllowEgressTo, "clusterCIDRs", o.ClusterCIDRs, "dataPlane", cfg.enableDataPlane, "metricsSecure", cfg.metricsSecure,
 		"shard", o.Shard, "shardName", o.ShardName, "kubeAPIQPS", o.KubeAPIQPS, "kubeAPIBurst", o.KubeAPIBurst)
 	return mgr.Start(ctx)
 }

@@ -194,7 +194,7 @@ func TestSecretlessAlertProviderCondition(t *testing.T) {
 }
 
 func newTestNotifier() reconcilekit.Notifier {
-	return notify.New(env.Client, notify.Options{Timeout: 2 * time.Second})
+	return notify.New(env.Client, notify.Options{Timeout: 2 * time.Second, Egress: loopbackAllowed})
 }
 
 // TestSlowAlertProviderNeverHoldsAWorker runs, on a manager with ONE worker, a Canary whose every

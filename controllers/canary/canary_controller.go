@@ -47,8 +47,8 @@ type Options struct {
 	// Refs decides which namespaces templateRefs and providerRefs may name (zero value: the
 	// Canary's own only); a refused reference stalls the Canary before anything is read or sent.
 	Refs tenancy.RefPolicy
-	// Egress refuses webhook URLs and metricsServer addresses up front (nil: only link-local and
-	// cloud-metadata addresses); the clients of webhooks, notify and analysis enforce it too.
+	// Egress refuses webhook URLs and metricsServer addresses up front (nil: the default policy,
+	// egress.Options{}); the clients of webhooks, notify and analysis enforce it too.
 	Egress *egress.Policy
 	// StepEvents posts a Kubernetes event for every weight step and the start of the promotion
 	// (economy.go). Default: those are in the status, the log, the metrics and the event webhooks

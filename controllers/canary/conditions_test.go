@@ -55,7 +55,7 @@ func TestConditionsNameWhatHoldsTheRun(t *testing.T) {
 			w.WriteHeader(http.StatusForbidden)
 		}))
 		t.Cleanup(refusing.Close)
-		runner := webhooks.NewRunner(webhooks.Options{})
+		runner := webhooks.NewRunner(webhooks.Options{Egress: loopbackAllowed})
 		t.Cleanup(runner.Close)
 		h.r.Gates = runner
 		h.app(1, "6.0.0")

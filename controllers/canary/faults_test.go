@@ -86,7 +86,7 @@ func runGolden(t *testing.T, g goldenRun, fault *faults.Fault) faultRun {
 		c.Spec.Analysis.Threshold = 2
 	}
 	h.create(c)
-	runner := webhooks.NewRunner(webhooks.Options{})
+	runner := webhooks.NewRunner(webhooks.Options{Egress: loopbackAllowed})
 	defer runner.Close()
 	h.r.Gates = runner
 	h.runUntil(sluicev1.CanaryPhaseInitialized, 10)
@@ -102,7 +102,7 @@ func runGolden(t *testing.T, g goldenRun, fault *faults.Fault) faultRun {
 		}
 		fc.Restart()
 		runner.Close()
-		runner = webhooks.NewRunner(webhooks.Options{})
+		runner = webhooks.NewRunner(webhooks.Options{Egress: loopbackAllowed})
 		h.r = h.reconciler(fc, Options{})
 		h.r.Gates = runner
 	}

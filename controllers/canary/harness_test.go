@@ -21,6 +21,7 @@ import (
 
 	"sluice.dev/sluice/analysis"
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/egress"
 	"sluice.dev/sluice/providers"
 	"sluice.dev/sluice/providers/gatewayapi"
 	"sluice.dev/sluice/providers/istio"
@@ -31,6 +32,16 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
+
+// loopbackAllowed is the egress policy of the tests, whose Prometheus and receivers listen on
+// 127.0.0.1: the default policy refuses loopback.
+var loopbackAllowed = func() *egress.Policy {
+	p, err := egress.NewPolicy(egress.Options{AllowTo: []string{egress.Loopback}})
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()
 
 // scriptedAnalyzer answers analyses from a function of the canary's current weight; it stands in
 // for Prometheus, which package analysis tests for real.
@@ -120,9 +131,12 @@ func newHarnessFor(t *testing.T, provider sluicev1.Provider) *harness {
 }
 
 // reconciler is a controller as a (re)started manager builds it, without a cache: c for every
-// read and write (a faults client, a lagging cache), a router per provider over c, and the
-// harness's clock, events and analyzer.
+// read and write (a faults client, a lagging cache), a router per provider over c, the
+// harness's clock, events and analyzer, and loopbackAllowed unless opts has a policy.
 func (h *harness) reconciler(c client.Client, opts Options) *Reconciler {
+	if opts.Egress == nil {
+		opts.Egress = loopbackAllowed
+	}
 	return &Reconciler{Client: c, Scheme: env.Scheme, Recorder: h.events, Clock: h.clock, Analyzer: h.analyzer,
 		Routers: map[sluicev1.Provider]providers.Router{
 			sluicev1.ProviderGatewayAPI: gatewayapi.New(c),

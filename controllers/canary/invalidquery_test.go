@@ -23,7 +23,7 @@ import (
 func TestInvalidQueryStallsBeforeTrafficAndEndsTheRunNamingIt(t *testing.T) {
 	h := newHarness(t)
 	prom := promtest.StartT(t, promtest.Config{})
-	h.r.Analyzer = analysis.NewEngine(env.Client, analysis.Options{DefaultAddress: prom.Address()})
+	h.r.Analyzer = analysis.NewEngine(env.Client, analysis.Options{DefaultAddress: prom.Address(), Egress: loopbackAllowed})
 	h.app(1, "1")
 	tpl := &sluicev1.MetricTemplate{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: h.ns},
 		Spec: sluicev1.MetricTemplateSpec{Query: `vector(100)`}}

@@ -67,7 +67,7 @@ type managerConfig struct {
 	notifyTimeout time.Duration
 	// namespaces, when set, are the only namespaces the manager's cache sees (as --namespace).
 	namespaces []string
-	// options of the canary controller.
+	// options of the canary controller; Egress defaults to loopbackAllowed.
 	options Options
 }
 
@@ -101,7 +101,10 @@ func startManagerConfigured(t *testing.T, mc managerConfig) *runningManager {
 		t.Fatal(err)
 	}
 	c := mgr.GetClient()
-	gates := webhooks.NewRunner(webhooks.Options{})
+	if mc.options.Egress == nil {
+		mc.options.Egress = loopbackAllowed
+	}
+	gates := webhooks.NewRunner(webhooks.Options{Egress: mc.options.Egress})
 	if err := mgr.Add(gates); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +112,7 @@ func startManagerConfigured(t *testing.T, mc managerConfig) *runningManager {
 	r := &Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: events, Clock: clock.RealClock{},
 		Analyzer: analyzer, Routers: map[sluicev1.Provider]providers.Router{sluicev1.ProviderGatewayAPI: gatewayapi.New(c),
 			sluicev1.ProviderKubernetes: kubernetes.New(c)},
-		Gates: gates, Notifier: notify.New(c, notify.Options{Timeout: mc.notifyTimeout}), Options: mc.options}
+		Gates: gates, Notifier: notify.New(c, notify.Options{Timeout: mc.notifyTimeout, Egress: mc.options.Egress}), Options: mc.options}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := r.SetupWithManager(ctx, mgr, managerWorkers); err != nil {
 		t.Fatal(err)

@@ -35,7 +35,7 @@ func TestIdleCanaryNoData(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t)
-			h.r.Analyzer = analysis.NewEngine(env.Client, analysis.Options{DefaultAddress: prom.Address()})
+			h.r.Analyzer = analysis.NewEngine(env.Client, analysis.Options{DefaultAddress: prom.Address(), Egress: loopbackAllowed})
 			h.app(1, "1")
 			c := seedCanary(h.ns)
 			if tt.skipIdle {
@@ -81,7 +81,7 @@ func TestIdleCanaryNoData(t *testing.T) {
 func TestMissingMetricTemplateStalls(t *testing.T) {
 	h := newHarness(t)
 	prom := promtest.StartT(t, promtest.Config{})
-	h.r.Analyzer = analysis.NewEngine(env.Client, analysis.Options{DefaultAddress: prom.Address()})
+	h.r.Analyzer = analysis.NewEngine(env.Client, analysis.Options{DefaultAddress: prom.Address(), Egress: loopbackAllowed})
 	h.app(1, "1")
 	c := seedCanary(h.ns)
 	c.Spec.Analysis.Metrics = append(c.Spec.Analysis.Metrics, sluicev1.CanaryMetric{Name: "errors",

@@ -170,7 +170,7 @@ func TestEventAndPostRolloutHooksFireOncePerTransition(t *testing.T) {
 		mu.Unlock()
 	}))
 	t.Cleanup(hooks.Close)
-	runner := webhooks.NewRunner(webhooks.Options{})
+	runner := webhooks.NewRunner(webhooks.Options{Egress: loopbackAllowed})
 	t.Cleanup(runner.Close)
 	h.r.Gates = runner
 	h.app(1, "1")

@@ -14,6 +14,7 @@ import (
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/dataplane/waves"
 	"sluice.dev/sluice/controllers/scheme"
+	"sluice.dev/sluice/egress"
 	"sluice.dev/sluice/notify"
 )
 
@@ -40,7 +41,12 @@ func TestAlertNotifierDeliversThroughAlertProviders(t *testing.T) {
 		Spec: sluicev1.DataPlaneSpec{Analysis: sluicev1.DataPlaneAnalysis{Alerts: []sluicev1.CanaryAlert{{Name: "oncall",
 			Severity: sluicev1.SeverityError, ProviderRef: sluicev1.CrossNamespaceObjectReference{Name: "oncall", Namespace: "ops"}}}}},
 		Status: sluicev1.DataPlaneStatus{Phase: sluicev1.DataPlaneRolledBack, Version: "edge-26.8.3"}}
-	n := notify.New(c, notify.Options{})
+	// The receiver listens on 127.0.0.1.
+	loopback, err := egress.NewPolicy(egress.Options{AllowTo: []string{egress.Loopback}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := notify.New(c, notify.Options{Egress: loopback})
 	ctx := context.Background()
 	alerts := dp.Spec.Analysis.Alerts
 	if err := n.Check(ctx, "", alerts); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/manager"
+	"sluice.dev/sluice/egress"
 	"sluice.dev/sluice/test/promtest"
 	"sluice.dev/sluice/test/testenv"
 )
@@ -49,8 +50,10 @@ func TestTemplateCredentialsStayWithTheirAddress(t *testing.T) {
 		ThresholdRange: &sluicev1.ThresholdRange{Min: ptr.To(99.0)}}}
 	create(t, c)
 
+	// The run is judged within seconds: windows need only twice the scrape interval. The servers
+	// listen on 127.0.0.1.
 	opts := manager.Options{Namespaces: []string{shared, team}, ControllerNamespace: controllerNS,
-		ScrapeInterval: time.Second} // the run is judged within seconds: windows need only twice this
+		ScrapeInterval: time.Second, AllowEgressTo: []string{egress.Loopback}}
 	func() {
 		stop := startManagerUntil(t, opts)
 		defer stop()

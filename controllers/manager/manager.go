@@ -77,8 +77,15 @@ type Options struct {
 	AllowCrossNamespaceRefs bool
 	// AllowedDestinations, when not empty, are the only destinations of webhooks, notifications
 	// and Prometheus queries: host names, *.domain suffixes, IPs and CIDR ranges (see
-	// egress.NewPolicy). Link-local and cloud-metadata addresses are refused in any case.
+	// egress.Options). They never admit an address the egress classes refuse.
 	AllowedDestinations []string
+	// AllowEgressTo names the address classes refused by default that outbound calls may reach:
+	// egress.Loopback, egress.Cluster. Unspecified, link-local and cloud-metadata addresses are
+	// refused in any case.
+	AllowEgressTo []string
+	// ClusterCIDRs are the cluster-internal ranges (pods, nodes) refused unless AllowEgressTo has
+	// egress.Cluster.
+	ClusterCIDRs []string
 	// DisableDataPlane leaves the cluster-scoped data-plane controller out (namespace-scoped
 	// installs, whose RBAC grants nothing cluster-wide).
 	DisableDataPlane bool
@@ -97,7 +104,8 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	leCfg := leaderElectionConfig(cfg)
 	cfg = apiConfig(cfg, o.KubeAPIQPS, o.KubeAPIBurst)
 	shardUserAgent(cfg, o)
-	policy, err := egress.NewPolicy(o.AllowedDestinations)
+	policy, err := egress.NewPolicy(egress.Options{AllowedDestinations: o.AllowedDestinations,
+		AllowTo: o.AllowEgressTo, ClusterCIDRs: o.ClusterCIDRs})
 	if err != nil {
 		return nil, err
 	}

@@ -9,14 +9,15 @@ import (
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/manager"
+	"sluice.dev/sluice/egress"
 	"sluice.dev/sluice/test/testenv"
 )
 
 // TestWebhookDestinations runs three Canaries whose pre-rollout webhook
 //   - answers with a redirect to a second local server: the gate fails on the 302 and the second
 //     server never receives a request;
-//   - is the cloud metadata address 169.254.169.254: the Canary is Stalled naming the webhook and
-//     nothing is dialed (the refusal comes before any connection);
+//   - is the cloud metadata address 169.254.169.254: the Canary is Stalled naming the webhook (not
+//     the address) and nothing is dialed (the refusal comes before any connection);
 //   - answers 500 with a body: status and events keep "HTTP 500 Internal Server Error", never
 //     the body.
 func TestWebhookDestinations(t *testing.T) {
@@ -42,10 +43,14 @@ func TestWebhookDestinations(t *testing.T) {
 		c.Spec.Analysis.Webhooks = []sluicev1.CanaryWebhook{{Name: "load-test", Type: sluicev1.WebhookPreRollout, URL: url, Timeout: "5s"}}
 		create(t, c)
 	}
-	startManager(t, nil, manager.Options{Namespaces: []string{ns}})
+	// The receivers listen on 127.0.0.1.
+	startManager(t, nil, manager.Options{Namespaces: []string{ns}, AllowEgressTo: []string{egress.Loopback}})
 
-	waitCanary(t, ns, "metadata", 30*time.Second, "Stalled naming the refused webhook",
-		stalledWith(sluicev1.ReasonDestinationRefused, `webhook "load-test"`, "169.254.169.254", "link-local or cloud-metadata"))
+	refused := waitCanary(t, ns, "metadata", 30*time.Second, "Stalled naming the refused webhook",
+		stalledWith(sluicev1.ReasonDestinationRefused, `webhook "load-test"`, "link-local or cloud-metadata"))
+	if status, _ := json.Marshal(refused.Status); strings.Contains(string(status), "169.254") {
+		t.Errorf("the status names the refused address: %s", status)
+	}
 	for _, name := range []string{"redirect", "failing"} {
 		waitCanary(t, ns, name, 30*time.Second, "Initialized", func(c *sluicev1.Canary) bool {
 			return c.Status.Phase == sluicev1.CanaryPhaseInitialized

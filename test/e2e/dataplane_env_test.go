@@ -32,6 +32,7 @@ import (
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/dataplane"
 	"sluice.dev/sluice/controllers/scheme"
+	"sluice.dev/sluice/egress"
 	"sluice.dev/sluice/mesh"
 	"sluice.dev/sluice/notify"
 	"sluice.dev/sluice/test/cluster"
@@ -208,9 +209,11 @@ func (e *dpEnv) startManager(t *testing.T) {
 	if e.prom != nil {
 		addr = e.prom.Address()
 	}
+	loopback, err := egress.NewPolicy(egress.Options{AllowTo: []string{egress.Loopback}}) // Prometheus is on 127.0.0.1
+	must(t, err)
 	r := &dataplane.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: e.events,
 		Clock: clock.RealClock{}, Notifier: e.notifier,
-		Analyzer: analysis.NewEngine(mgr.GetClient(), analysis.Options{DefaultAddress: addr, ScrapeInterval: time.Second}),
+		Analyzer: analysis.NewEngine(mgr.GetClient(), analysis.Options{DefaultAddress: addr, ScrapeInterval: time.Second, Egress: loopback}),
 		Options:  dataplane.Options{PollInterval: time.Second, ScrapeInterval: time.Second}}
 	ctx, cancel := context.WithCancel(context.Background())
 	must(t, r.SetupWithManager(ctx, mgr, 2))

@@ -20,6 +20,7 @@ import (
 
 	"sluice.dev/sluice/controllers/manager"
 	"sluice.dev/sluice/controllers/scheme"
+	"sluice.dev/sluice/egress"
 	"sluice.dev/sluice/test/cluster"
 	"sluice.dev/sluice/test/controlplane"
 	"sluice.dev/sluice/test/meshsim"
@@ -182,10 +183,15 @@ func (s *Stack) ensureNamespace(ctx context.Context, name string) error {
 
 // StartManager runs the Sluice manager in this process against the stack, with Prometheus (unless
 // o.MetricsServer names another address) as the default metrics server and its 1 s scrape
-// interval. It stops with Stop.
+// interval. Everything in the stack listens on 127.0.0.1, so loopback destinations are allowed
+// (egress.Loopback) unless o.AllowEgressTo is set (an empty, non-nil list allows none). It stops
+// with Stop.
 func (s *Stack) StartManager(ctx context.Context, o manager.Options) error {
 	if o.MetricsServer == "" {
 		o.MetricsServer = s.Prom.Address()
+	}
+	if o.AllowEgressTo == nil {
+		o.AllowEgressTo = []string{egress.Loopback}
 	}
 	o.ScrapeInterval = time.Second
 	if o.MetricsAddr == "" {
