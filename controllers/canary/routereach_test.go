@@ -108,8 +108,10 @@ func TestRouteRefusedAtInitializationWritesNothing(t *testing.T) {
 			name: "istio gateway of another namespace", provider: sluicev1.ProviderIstio,
 			service: func(_ string, s *sluicev1.CanaryService) { s.Gateways = []string{"mesh", "istio-system/ingress"} },
 			want:    `spec.service.gateways[1] "istio-system/ingress" is a gateway of namespace istio-system`,
-			allow:   func() (tenancy.RoutePolicy, error) { return tenancy.NewRoutePolicy(nil, []string{"istio-system/ingress"}, "") },
-			route:   `"istio-system/ingress"`,
+			allow: func() (tenancy.RoutePolicy, error) {
+				return tenancy.NewRoutePolicy(nil, []string{"istio-system/ingress"}, "")
+			},
+			route: `"istio-system/ingress"`,
 		},
 		{
 			name: "gateway api parent in another namespace", provider: sluicev1.ProviderGatewayAPI,
