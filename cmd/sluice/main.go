@@ -33,6 +33,9 @@ type config struct {
 	controllerNamespace    string
 	allowCrossNamespace    bool
 	allowedDestinations    string
+	routeHostnames         string
+	routeParents           string
+	clusterDomain          string
 	enableDataPlane        bool
 	scale                  scaleFlags
 }
@@ -46,6 +49,9 @@ func parseFlags(args []string) (config, zap.Options, error) {
 	fs.StringVar(&c.controllerNamespace, "controller-namespace", os.Getenv("POD_NAMESPACE"), "The manager's own namespace: every Canary may reference the MetricTemplates and AlertProviders in it (default $POD_NAMESPACE).")
 	fs.BoolVar(&c.allowCrossNamespace, "allow-cross-namespace-refs", false, "Let templateRefs and providerRefs name any namespace; by default only the Canary's own and --controller-namespace.")
 	fs.StringVar(&c.allowedDestinations, "allowed-destinations", "", "Comma-separated host names, *.domain suffixes, IPs and CIDR ranges: the only destinations of webhooks, notifications and Prometheus queries. Empty: any but link-local and cloud-metadata addresses, which are refused in any case.")
+	fs.StringVar(&c.routeHostnames, "allowed-route-hostnames", "", "Comma-separated hostnames a generated route may name besides its Canary's namespace's own: *, *.domain or a host name, each optionally namespace/ for one namespace's Canaries.")
+	fs.StringVar(&c.routeParents, "allowed-route-parents", "", "Comma-separated Istio gateways and Gateway API parents outside its Canary's namespace that a generated route may name: namespace/name or namespace/*.")
+	fs.StringVar(&c.clusterDomain, "cluster-domain", "cluster.local", "The cluster's DNS domain: <service>.<namespace>.svc.<domain> names a Service of that namespace.")
 	fs.BoolVar(&c.enableDataPlane, "enable-dataplane", true, "Run the cluster-scoped data-plane controller; turn it off in namespace-scoped installs, whose RBAC grants nothing cluster-wide.")
 	fs.StringVar(&c.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	fs.BoolVar(&c.leaderElect, "leader-elect", true, "Elect a leader so only one replica acts.")
@@ -92,6 +98,8 @@ func run(ctx context.Context, cfg config) error {
 		AllowedDestinations: splitList(cfg.allowedDestinations), DisableDataPlane: !cfg.enableDataPlane,
 		Namespaces: splitList(cfg.namespaces),
 	}
+	o.AllowedRouteHostnames, o.AllowedRouteParents = splitList(cfg.routeHostnames), splitList(cfg.routeParents)
+	o.ClusterDomain = cfg.clusterDomain
 	cfg.scale.apply(&o)
 	mgr, err := manager.New(ctx, restCfg, o)
 	if err != nil {
@@ -100,6 +108,7 @@ func run(ctx context.Context, cfg config) error {
 	ctrl.Log.Info("Starting manager", "leaderElection", cfg.leaderElect, "namespaces", o.Namespaces,
 		"controllerNamespace", o.ControllerNamespace, "allowCrossNamespaceRefs", o.AllowCrossNamespaceRefs,
 		"allowedDestinations", o.AllowedDestinations, "dataPlane", cfg.enableDataPlane, "metricsSecure", cfg.metricsSecure,
+		"allowedRouteHostnames", o.AllowedRouteHostnames, "allowedRouteParents", o.AllowedRouteParents,
 		"shard", o.Shard, "shardName", o.ShardName, "kubeAPIQPS", o.KubeAPIQPS, "kubeAPIBurst", o.KubeAPIBurst)
 	return mgr.Start(ctx)
 }
