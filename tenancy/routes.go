@@ -178,6 +178,16 @@ func (p RoutePolicy) istioGatewayRefusal(ns, g string) string {
 	return fmt.Sprintf("is a gateway of namespace %s", gwNS)
 }
 
+// knownParentKinds are the group/kind of the parents a generated HTTPRoute may have: namespaced
+// kinds whose namespace the policy can judge. Any other kind (cluster-scoped, or one no policy
+// knows) is refused.
+var knownParentKinds = map[string]bool{
+	"gateway.networking.k8s.io/Gateway":        true,
+	"gateway.networking.k8s.io/ListenerSet":    true,
+	"gateway.networking.x-k8s.io/XListenerSet": true,
+	"/Service": true,
+}
+
 // checkGatewayAPI checks a generated HTTPRoute's parentRefs and hostnames. Hostnames are matched
 // literally against the Host header (nothing resolves them in a namespace), so a single-label
 // hostname is no namespace's name.
@@ -189,9 +199,17 @@ func (p RoutePolicy) checkGatewayAPI(ns string, svc *sluicev1.CanaryService) []s
 		if ref.Namespace != nil && *ref.Namespace != "" {
 			parentNS = string(*ref.Namespace)
 		}
-		kind := "Gateway"
+		group, kind := "gateway.networking.k8s.io", "Gateway"
+		if ref.Group != nil {
+			group = string(*ref.Group)
+		}
 		if ref.Kind != nil {
 			kind = string(*ref.Kind)
+		}
+		if !knownParentKinds[group+"/"+kind] {
+			refused = append(refused, fmt.Sprintf("spec.service.gatewayRefs[%d] is of kind %s (group %q): a parent must be a Gateway, a ListenerSet or a Service",
+				i, kind, group))
+			continue
 		}
 		if parentNS == ns {
 			continue
@@ -201,8 +219,7 @@ func (p RoutePolicy) checkGatewayAPI(ns string, svc *sluicev1.CanaryService) []s
 				i, kind, parentNS, ref.Name, parentNS))
 			continue
 		}
-		isService := kind == "Service" && (ref.Group == nil || *ref.Group == "")
-		if !isService && openParent == "" {
+		if kind != "Service" && openParent == "" {
 			openParent = fmt.Sprintf("%s %s/%s", kind, parentNS, ref.Name)
 		}
 	}

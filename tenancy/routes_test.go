@@ -160,6 +160,11 @@ func TestRoutePolicyGatewayAPI(t *testing.T) {
 			"names namespace tenant-b", "spec.service.hosts[0]"},
 		{"single-label hostname", RoutePolicy{}, nil, []string{"app"}, "single-label hostname", "spec.service.hosts[0]"},
 		{"own namespace hostname", RoutePolicy{}, nil, []string{"app.tenant-a.svc.cluster.local"}, "", ""},
+		{"parent of a kind no policy knows", RoutePolicy{}, []gwv1.ParentReference{{Group: ptr.To(gwv1.Group("example.io")), Kind: ptr.To(gwv1.Kind("Mesh")), Name: "all"}}, nil,
+			`is of kind Mesh (group "example.io")`, "spec.service.gatewayRefs[0]"},
+		{"service kind in the gateway group", RoutePolicy{}, []gwv1.ParentReference{{Kind: ptr.To(gwv1.Kind("Service")), Name: "api"}}, nil,
+			"is of kind Service", "spec.service.gatewayRefs[0]"},
+		{"listener set of the namespace", RoutePolicy{}, []gwv1.ParentReference{{Kind: ptr.To(gwv1.Kind("ListenerSet")), Name: "ls"}}, nil, "", ""},
 		{"external hostname not allowed", allowed, []gwv1.ParentReference{gateway("infra", "public")}, []string{"shop.example.net"},
 			"is not a name of namespace tenant-a", "spec.service.hosts[0]"},
 	} {
