@@ -194,16 +194,23 @@ type CanaryService struct {
 	Canary *ServiceMetadata `json:"canary,omitempty"`
 
 	// GatewayRefs are the parents of the generated HTTPRoute (Gateway API provider): kind Gateway
-	// for north-south traffic, kind Service (group "") for east-west mesh traffic.
+	// for north-south traffic, kind Service (group "") for east-west mesh traffic. Parents in
+	// another namespace only if the controller allows them (--allowed-route-parents).
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	GatewayRefs []gwv1.ParentReference `json:"gatewayRefs,omitempty"`
 	// Hosts of the generated route, besides the apex service (HTTPRoute hostnames, VirtualService
-	// hosts).
+	// hosts). Names of the Canary's namespace, or hostnames the controller allows
+	// (--allowed-route-hostnames); anything else stalls the Canary (RouteRefused).
 	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
 	Hosts []string `json:"hosts,omitempty"`
-	// Gateways of the generated VirtualService (Istio). Default mesh.
+	// Gateways of the generated VirtualService (Istio). Default mesh. mesh, gateways of the
+	// Canary's namespace, or those the controller allows (--allowed-route-parents).
 	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=317
 	Gateways []string `json:"gateways,omitempty"`
 	// RouteRef points at an existing HTTPRoute or VirtualService in the Canary's namespace. Sluice
 	// then edits only the backend weights that point at the apex service and leaves every other

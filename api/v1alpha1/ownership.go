@@ -25,6 +25,10 @@ const (
 	// refuses (loopback, cluster-internal, link-local, cloud metadata, ...) or not on the
 	// controller's allowed destinations; nothing was sent.
 	ReasonDestinationRefused = "DestinationRefused"
+	// ReasonRouteRefused: the route generated for the Canary would name a host, gateway or parent
+	// outside its namespace that the controller's route policy does not allow (see
+	// --allowed-route-hostnames, --allowed-route-parents); no route was created or changed.
+	ReasonRouteRefused = "RouteRefused"
 	// ReasonNotOwned: an object Sluice would create or change exists without Sluice's ownership
 	// label; Sluice leaves it alone.
 	ReasonNotOwned = "NotOwned"

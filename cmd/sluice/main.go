@@ -35,6 +35,9 @@ type config struct {
 	allowedDestinations    string
 	allowEgressTo          string
 	clusterCIDRs           string
+	routeHostnames         string
+	routeParents           string
+	clusterDomain          string
 	enableDataPlane        bool
 	scale                  scaleFlags
 }
@@ -50,6 +53,9 @@ func parseFlags(args []string) (config, zap.Options, error) {
 	fs.StringVar(&c.allowedDestinations, "allowed-destinations", "", "Comma-separated host names, *.domain suffixes, IPs and CIDR ranges: the only destinations of webhooks, notifications and Prometheus queries. Empty: any destination the refused address classes leave (see --allow-egress-to); a listed name never admits a refused address.")
 	fs.StringVar(&c.allowEgressTo, "allow-egress-to", "", "Comma-separated address classes, refused by default, that webhooks, notifications and Prometheus queries may reach: loopback (127.0.0.0/8, ::1: this pod), cluster (--cluster-cidrs). Unspecified, link-local, cloud-metadata, multicast and broadcast addresses are refused in any case, also embedded in IPv6.")
 	fs.StringVar(&c.clusterCIDRs, "cluster-cidrs", "", "Comma-separated cluster-internal CIDR ranges, e.g. the pod and node ranges: outbound calls to them are refused unless --allow-egress-to has cluster. Leave the Service range out to let in-cluster Services (Prometheus, webhook receivers) be called.")
+	fs.StringVar(&c.routeHostnames, "allowed-route-hostnames", "", "Comma-separated hostnames a generated route may name besides its Canary's namespace's own: *, *.domain or a host name, each optionally namespace/ for one namespace's Canaries.")
+	fs.StringVar(&c.routeParents, "allowed-route-parents", "", "Comma-separated Istio gateways and Gateway API parents outside its Canary's namespace that a generated route may name: namespace/name or namespace/*.")
+	fs.StringVar(&c.clusterDomain, "cluster-domain", "cluster.local", "The cluster's DNS domain: <service>.<namespace>.svc.<domain> names a Service of that namespace.")
 	fs.BoolVar(&c.enableDataPlane, "enable-dataplane", true, "Run the cluster-scoped data-plane controller; turn it off in namespace-scoped installs, whose RBAC grants nothing cluster-wide.")
 	fs.StringVar(&c.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	fs.BoolVar(&c.leaderElect, "leader-elect", true, "Elect a leader so only one replica acts.")
@@ -97,6 +103,8 @@ func run(ctx context.Context, cfg config) error {
 		AllowEgressTo: splitList(cfg.allowEgressTo), ClusterCIDRs: splitList(cfg.clusterCIDRs),
 		Namespaces: splitList(cfg.namespaces),
 	}
+	o.AllowedRouteHostnames, o.AllowedRouteParents = splitList(cfg.routeHostnames), splitList(cfg.routeParents)
+	o.ClusterDomain = cfg.clusterDomain
 	cfg.scale.apply(&o)
 	mgr, err := manager.New(ctx, restCfg, o)
 	if err != nil {
@@ -105,6 +113,7 @@ func run(ctx context.Context, cfg config) error {
 	ctrl.Log.Info("Starting manager", "leaderElection", cfg.leaderElect, "namespaces", o.Namespaces,
 		"controllerNamespace", o.ControllerNamespace, "allowCrossNamespaceRefs", o.AllowCrossNamespaceRefs,
 		"allowedDestinations", o.AllowedDestinations, "allowEgressTo", o.AllowEgressTo, "clusterCIDRs", o.ClusterCIDRs, "dataPlane", cfg.enableDataPlane, "metricsSecure", cfg.metricsSecure,
+		"allowedRouteHostnames", o.AllowedRouteHostnames, "allowedRouteParents", o.AllowedRouteParents,
 		"shard", o.Shard, "shardName", o.ShardName, "kubeAPIQPS", o.KubeAPIQPS, "kubeAPIBurst", o.KubeAPIBurst)
 	return mgr.Start(ctx)
 }

@@ -47,6 +47,10 @@ type Options struct {
 	// Refs decides which namespaces templateRefs and providerRefs may name (zero value: the
 	// Canary's own only); a refused reference stalls the Canary before anything is read or sent.
 	Refs tenancy.RefPolicy
+	// Routes decides which hosts, gateways and parents a generated route may name (zero value:
+	// the Canary's namespace's only); a refused one stalls the Canary and no route is written for
+	// it (routereach.go).
+	Routes tenancy.RoutePolicy
 	// Egress refuses webhook URLs and metricsServer addresses up front (nil: the default policy,
 	// egress.Options{}); the clients of webhooks, notify and analysis enforce it too.
 	Egress *egress.Policy

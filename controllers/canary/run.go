@@ -46,6 +46,10 @@ func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *
 	if err := r.checkAccess(canary); err != nil {
 		return ctrl.Result{}, nil, err
 	}
+	router, routeStall, err := r.routeReach(canary, router)
+	if err != nil {
+		return ctrl.Result{}, nil, err
+	}
 	if err := r.targetConflict(ctx, canary); err != nil {
 		return ctrl.Result{}, nil, err
 	}
@@ -55,6 +59,9 @@ func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *
 	}
 	if err != nil {
 		return ctrl.Result{RequeueAfter: plan.PollInterval}, nil, err
+	}
+	if routeStall != nil {
+		obs.o.Stall = routeStall // the root cause to fix first
 	}
 	if res, done, err := r.gather(ctx, tick, canary, obs); done || err != nil {
 		return res, obs.o.Stall, err

@@ -86,6 +86,13 @@ type Options struct {
 	// ClusterCIDRs are the cluster-internal ranges (pods, nodes) refused unless AllowEgressTo has
 	// egress.Cluster.
 	ClusterCIDRs []string
+	// AllowedRouteHostnames and AllowedRouteParents are what a generated route may name outside
+	// its Canary's namespace: hostnames ("*.example.com", "shop.example.com", "*", each optionally
+	// "namespace/..." for one namespace's Canaries) and Istio gateways or Gateway API parents
+	// ("namespace/name", "namespace/*"). ClusterDomain is the cluster's DNS domain (default
+	// cluster.local). See tenancy.NewRoutePolicy.
+	AllowedRouteHostnames, AllowedRouteParents []string
+	ClusterDomain                              string
 	// DisableDataPlane leaves the cluster-scoped data-plane controller out (namespace-scoped
 	// installs, whose RBAC grants nothing cluster-wide).
 	DisableDataPlane bool
@@ -110,6 +117,10 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		return nil, err
 	}
 	refs := tenancy.RefPolicy{ControllerNamespace: o.ControllerNamespace, AllowCrossNamespace: o.AllowCrossNamespaceRefs}
+	routePolicy, err := tenancy.NewRoutePolicy(o.AllowedRouteHostnames, o.AllowedRouteParents, o.ClusterDomain)
+	if err != nil {
+		return nil, err
+	}
 	opts := ctrl.Options{
 		Scheme:                  scheme.New(),
 		Metrics:                 metricsOptions(o),
@@ -172,7 +183,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		RouterClient: routes,
 		FreshRouters: freshRouters(c, mgr.GetAPIReader()),
 		Options: canary.Options{MaxProgressing: o.MaxProgressing, ScrapeInterval: o.ScrapeInterval,
-			Refs: refs, Egress: policy},
+			Refs: refs, Egress: policy, Routes: routePolicy},
 	}
 	workers := o.MaxConcurrentReconciles
 	if workers <= 0 {
