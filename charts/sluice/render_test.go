@@ -128,6 +128,7 @@ func TestDeploymentIsRestrictedAndWiresTheFlags(t *testing.T) {
 		"prometheusScrapeInterval": "30s",
 		"watchNamespaces":          []any{"team-a", "team-b"},
 		"extraArgs":                []any{"--zap-encoder=console"},
+		"tenantQueries":            map[string]any{"confine": false, "namespaceLabel": "kubernetes_namespace", "maxMetricsServers": 2},
 	})
 	d := r.Find("Deployment", "sluice")
 	if d == nil {
@@ -191,6 +192,9 @@ func TestDeploymentIsRestrictedAndWiresTheFlags(t *testing.T) {
 		"--prometheus-scrape-interval=30s",
 		"--namespace=team-a,team-b",
 		"--zap-encoder=console",
+		"--confine-tenant-queries=false",
+		"--tenant-namespace-label=kubernetes_namespace",
+		"--max-metrics-servers=2",
 	} {
 		if !slices.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
@@ -283,6 +287,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		"metrics server":    {"metricsServer": "prometheus:9090"},
 		"crds switch type":  {"crds": map[string]any{"enabled": "yes"}},
 		"servicemonitor ko": {"serviceMonitor": map[string]any{"enable": true}},
+		"namespace label":   {"tenantQueries": map[string]any{"namespaceLabel": "kubernetes.namespace"}},
+		"no metrics server": {"tenantQueries": map[string]any{"maxMetricsServers": 0}},
 	} {
 		if _, err := helmchart.Render(helmchart.Release{Values: values}); err == nil {
 			t.Errorf("%s: values %v accepted", name, values)
