@@ -135,15 +135,16 @@ func TestUnjudgeableQueriesMarkedInvalid(t *testing.T) {
 }
 
 // TestHostileTemplatePastAdmissionIsInvalidQuery writes the templates that would render ~640 MB
-// or spin forever as an older CRD without the query rule admitted them, against a real apiserver
-// with the controller running: each gets Ready=False InvalidQuery naming the refused action within
-// seconds, and the process allocates nothing near what rendering them would.
+// or spin forever as an older CRD without the query rule admitted them, then upgrades the CRD and
+// starts the controller, against a real apiserver: each gets Ready=False InvalidQuery naming the
+// refused action within seconds (the status write passes the new rule: the query is unchanged),
+// and the process allocates nothing near what rendering them would.
 func TestHostileTemplatePastAdmissionIsInvalidQuery(t *testing.T) {
 	testenv.Require(t, env)
 	ns := env.Namespace(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	env.ChangeCRD(t, "metrictemplates.sluice.dev", func(crd *apiextensionsv1.CustomResourceDefinition) {
+	restore := env.ChangeCRD(t, "metrictemplates.sluice.dev", func(crd *apiextensionsv1.CustomResourceDefinition) {
 		for i := range crd.Spec.Versions {
 			spec := crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["spec"]
 			query := spec.Properties["query"]
@@ -152,6 +153,30 @@ func TestHostileTemplatePastAdmissionIsInvalidQuery(t *testing.T) {
 			crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["spec"] = spec
 		}
 	})
+	hostile := []string{`{{range 64}}{{printf "%010000000d" 0}}{{end}}`, `{{range 1000000000000}}{{end}}`}
+	var templates []*sluicev1.MetricTemplate
+	for i, q := range hostile {
+		mt := &sluicev1.MetricTemplate{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("hostile-%d", i), Namespace: ns},
+			Spec: sluicev1.MetricTemplateSpec{Query: q}}
+		if err := testenv.CreateEventually(ctx, env.Client, mt); err != nil {
+			t.Fatalf("writing %q past admission: %v", q, err)
+		}
+		templates = append(templates, mt)
+	}
+	// The upgrade: once the rule is back, a new hostile template is refused again.
+	restore()
+	probe := &sluicev1.MetricTemplate{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns},
+		Spec: sluicev1.MetricTemplateSpec{Query: hostile[1]}}
+	for deadline := time.Now().Add(30 * time.Second); env.Client.Create(ctx, probe.DeepCopy()) == nil; {
+		if err := env.Client.Delete(ctx, probe); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the restored CRD still admits hostile templates")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	if err != nil {
@@ -160,26 +185,20 @@ func TestHostileTemplatePastAdmissionIsInvalidQuery(t *testing.T) {
 	if err := (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	defer func() { cancel(); <-done }()
-
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for i, q := range []string{`{{range 64}}{{printf "%010000000d" 0}}{{end}}`, `{{range 1000000000000}}{{end}}`} {
-		mt := &sluicev1.MetricTemplate{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("hostile-%d", i), Namespace: ns},
-			Spec: sluicev1.MetricTemplateSpec{Query: q}}
-		if err := testenv.CreateEventually(ctx, env.Client, mt); err != nil {
-			t.Fatalf("writing %q past admission: %v", q, err)
-		}
-		start := time.Now()
+	for i, mt := range templates {
 		cond := waitReady(t, mt, metav1.ConditionFalse)
 		if cond.Reason != sluicev1.ReasonInvalidQuery || !strings.Contains(cond.Message, "range {{range") ||
 			!strings.Contains(cond.Message, "is not allowed") {
-			t.Errorf("%s: condition %+v; want InvalidQuery naming the range action", q, cond)
+			t.Errorf("%s: condition %+v; want InvalidQuery naming the range action", hostile[i], cond)
 		}
-		t.Logf("%s: InvalidQuery %s after it was written", q, time.Since(start))
 	}
+	t.Logf("both InvalidQuery %s after the controller started", time.Since(start))
 	runtime.ReadMemStats(&after)
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<20 {
 		t.Errorf("%d MiB allocated while the hostile templates were checked", alloc>>20)

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,12 +12,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// ChangeCRD applies change to the CRD named name (e.g. metrictemplates.sluice.dev) for the rest
-// of the test and puts the original back when it ends: a test writes an object as an older
-// release's CRD (without a validation added since) would have admitted it. The apiserver takes
-// the new schema up shortly after the update; a test creating an object retries until it is
-// admitted (CreateEventually). Objects written meanwhile stay stored after the restore.
-func (e *Env) ChangeCRD(t testing.TB, name string, change func(*apiextensionsv1.CustomResourceDefinition)) {
+// ChangeCRD applies change to the CRD named name (e.g. metrictemplates.sluice.dev) and returns a
+// function that puts the original back, which also runs when the test ends: a test writes an
+// object as an older release's CRD (without a validation added since) would have admitted it,
+// then upgrades. The apiserver takes a new schema up shortly after the update; a test creating an
+// object retries until it is admitted (CreateEventually). Objects written meanwhile stay stored
+// after the restore.
+func (e *Env) ChangeCRD(t testing.TB, name string, change func(*apiextensionsv1.CustomResourceDefinition)) (restore func()) {
 	t.Helper()
 	s := runtime.NewScheme()
 	if err := apiextensionsv1.AddToScheme(s); err != nil {
@@ -44,11 +46,16 @@ func (e *Env) ChangeCRD(t testing.TB, name string, change func(*apiextensionsv1.
 	if err := update(change); err != nil {
 		t.Fatalf("changing CRD %s: %v", name, err)
 	}
-	t.Cleanup(func() {
-		if err := update(func(crd *apiextensionsv1.CustomResourceDefinition) { crd.Spec = original.Spec }); err != nil {
-			t.Errorf("restoring CRD %s: %v", name, err)
-		}
-	})
+	var once sync.Once
+	restore = func() {
+		once.Do(func() {
+			if err := update(func(crd *apiextensionsv1.CustomResourceDefinition) { crd.Spec = original.Spec }); err != nil {
+				t.Errorf("restoring CRD %s: %v", name, err)
+			}
+		})
+	}
+	t.Cleanup(restore)
+	return restore
 }
 
 // CreateEventually creates obj, retrying for up to 30 s while the apiserver refuses it (a CRD
