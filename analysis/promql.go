@@ -13,10 +13,11 @@ import (
 var promqlParser = parser.NewParser(parser.Options{})
 
 // ValidateTemplateQuery checks a MetricTemplate query the way a check will run it: it checks that
-// the template only prints fields (parseTemplate), renders it with placeholder values (every documented variable, and a placeholder for each
-// {{ .variables.NAME }} the template uses) and parses the result with Prometheus's PromQL parser.
-// errors: ErrTemplate for a template that is too long, does not parse, uses anything but field
-// actions or does not render, or PromQL the parser rejects (the parser's message gives the position).
+// the template only prints fields (parseTemplate), renders it with placeholder values (every
+// documented variable, and a placeholder for each {{ .variables.NAME }} the template uses) and
+// parses the result with Prometheus's PromQL parser. errors: ErrTemplate for a template that is
+// too long, does not parse, uses anything but field actions or does not render, or PromQL the
+// parser rejects (the parser's message gives the position).
 func ValidateTemplateQuery(query string) error {
 	t, err := parseTemplate(query)
 	if err != nil {
