@@ -21,9 +21,17 @@
 //
 // Built-in metrics (request-success-rate in percent 0–100, request-duration as P99 in
 // milliseconds) have PromQL per mesh (builtin.go). MetricTemplates are Go text/templates with
-// missingkey=error whose every value is escaped for a PromQL string literal (EscapeString).
+// missingkey=error whose actions may only print fields (templatecheck.go) and whose every value is
+// escaped for a PromQL string literal (EscapeString).
+//
+// Every object is assumed written by a hostile tenant: a template renders in time and memory
+// bounded by its size; a query a tenant wrote is confined to the Canary's namespace
+// (confine.go, Options.TenantNamespaceLabel); a check and a reachability probe are bounded in time
+// as a whole, and a Canary uses at most Options.MaxMetricsServers servers (servers.go); no series
+// label reaches a message (labelsets.go, SampleValue).
 //
 // Files: engine.go (Engine, Analyze, Validate, Evaluate, Ready), metric.go (one metric: plan, queries, verdict),
-// builtin.go, template.go, prometheus.go (client cache, queries), credentials.go, verdict.go
-// (pure judging and formatting), validate.go, escape.go, errors.go, check.go.
+// builtin.go, template.go, templatecheck.go, confine.go, servers.go, prometheus.go (client cache,
+// queries), credentials.go, verdict.go (pure judging and formatting), labelsets.go, validate.go,
+// escape.go, errors.go, check.go.
 package analysis

@@ -29,6 +29,21 @@ type Options struct {
 	// MaxConcurrentMetrics bounds how many metrics of one Analyze call are queried at the same
 	// time. Default 4.
 	MaxConcurrentMetrics int
+	// CheckTimeout bounds one check as a whole (Evaluate, AnalyzeNamespace), however many metrics
+	// and servers it has: a metric not judged by then is an Error verdict, so a check never holds
+	// a worker longer. Default QueryTimeout.
+	CheckTimeout time.Duration
+	// ReadyTimeout bounds Ready as a whole: every server is asked at the same time, and one that
+	// has not answered by then is unreachable. Default 3s, at most QueryTimeout.
+	ReadyTimeout time.Duration
+	// MaxMetricsServers caps the distinct metrics server addresses the metrics of one Canary use;
+	// a Canary using more is refused (ErrTooManyServers) before any is asked. Default 4.
+	MaxMetricsServers int
+	// TenantNamespaceLabel, when set, confines every query a tenant wrote (an inline query, a
+	// MetricTemplate outside Refs.ControllerNamespace) to the Canary's namespace: each series
+	// selector gets the matcher TenantNamespaceLabel="<the Canary's namespace>" (confine.go).
+	// Empty: such queries run as written.
+	TenantNamespaceLabel string
 	// Egress is the outbound destination policy every metrics server address must pass; its
 	// clients follow no redirects. Nil: the default policy (egress.Options{}).
 	Egress *egress.Policy
@@ -56,6 +71,15 @@ func NewEngine(reader client.Reader, opts Options) *Engine {
 	}
 	if opts.MaxConcurrentMetrics <= 0 {
 		opts.MaxConcurrentMetrics = 4
+	}
+	if opts.CheckTimeout <= 0 {
+		opts.CheckTimeout = opts.QueryTimeout
+	}
+	if opts.ReadyTimeout <= 0 {
+		opts.ReadyTimeout = min(DefaultReadyTimeout, opts.QueryTimeout)
+	}
+	if opts.MaxMetricsServers <= 0 {
+		opts.MaxMetricsServers = DefaultMaxMetricsServers
 	}
 	return &Engine{reader: reader, opts: opts, clients: newClientCache(opts.Egress)}
 }
@@ -88,22 +112,17 @@ func (e *Engine) Validate(canary *sluicev1.Canary) error {
 }
 
 // Evaluate is Analyze for a canary that passed Validate (the canary controller validates once per
-// tick, then evaluates when a check is due). errors: ctx's error when ctx ends before every
-// metric is done.
+// tick, then evaluates when a check is due). The metrics are queried MaxConcurrentMetrics at a
+// time within CheckTimeout; a metric not judged by then is an Error verdict. errors:
+// ErrTooManyServers (nothing is queried); ctx's error when ctx ends before every metric is done.
 func (e *Engine) Evaluate(ctx context.Context, canary *sluicev1.Canary, now time.Time) (Check, error) {
-	metrics := canary.Spec.Analysis.Metrics
-	results := make([]sluicev1.MetricResult, len(metrics))
-	sem := make(chan struct{}, e.opts.MaxConcurrentMetrics)
-	var wg sync.WaitGroup
-	for i := range metrics {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			results[i] = e.evaluate(ctx, canary, &metrics[i], now)
-		}()
+	if err := e.checkServerCap(e.metricServers(ctx, canary)); err != nil {
+		return Check{}, err
 	}
-	wg.Wait()
+	metrics := canary.Spec.Analysis.Metrics
+	results := e.evaluateAll(ctx, metrics, now, func(ctx context.Context, m *sluicev1.CanaryMetric) sluicev1.MetricResult {
+		return e.evaluate(ctx, canary, m, now)
+	})
 	if err := ctx.Err(); err != nil {
 		return Check{}, fmt.Errorf("analysis of %s/%s interrupted: %w", canary.Namespace, canary.Name, err)
 	}
@@ -112,36 +131,78 @@ func (e *Engine) Evaluate(ctx context.Context, canary *sluicev1.Canary, now time
 	return check, nil
 }
 
+// evaluateAll judges every metric with eval, MaxConcurrentMetrics at a time, within CheckTimeout:
+// a metric whose turn comes after it is an Error verdict, and a query running then is cut short
+// (an Error verdict too). Returns one result per metric, in order.
+func (e *Engine) evaluateAll(ctx context.Context, metrics []sluicev1.CanaryMetric, now time.Time,
+	eval func(context.Context, *sluicev1.CanaryMetric) sluicev1.MetricResult) []sluicev1.MetricResult {
+	ctx, cancel := context.WithTimeout(ctx, e.opts.CheckTimeout)
+	defer cancel()
+	results := make([]sluicev1.MetricResult, len(metrics))
+	sem := make(chan struct{}, e.opts.MaxConcurrentMetrics)
+	var wg sync.WaitGroup
+	for i := range metrics {
+		if ctx.Err() == nil {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+			}
+		}
+		if ctx.Err() != nil {
+			results[i] = withError(newResult(&metrics[i], now),
+				fmt.Errorf("not queried: the check took longer than its %s budget (slow or unreachable metrics servers)", e.opts.CheckTimeout))
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			results[i] = eval(ctx, &metrics[i])
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
 // Ready checks that every metrics server canary's metrics use answers a trivial query
-// (vector(1)), so a Canary can wait at initialization instead of failing its first checks.
-// Returns nil when all answer or there are no metrics. errors: for each server that does not
+// (vector(1)), so a Canary can wait at initialization instead of failing its first checks. The
+// servers are asked at the same time, within ReadyTimeout. Returns nil when all answer or there
+// are no metrics. errors: ErrTooManyServers (none is asked); for each server that does not
 // answer, an error wrapping ErrUnreachable that names the address and the reason (joined with
 // errors.Join); egress.ErrRefused for an address the egress policy refuses; ErrNoMetricsServer,
 // ErrTemplate, tenancy.ErrCrossNamespaceRef or API errors when a server cannot be determined.
 func (e *Engine) Ready(ctx context.Context, canary *sluicev1.Canary) error {
+	resolved := e.metricServers(ctx, canary)
+	if err := e.checkServerCap(resolved); err != nil {
+		return err
+	}
 	servers := map[clientKey]server{}
 	var order []clientKey
 	var errs []error
-	for i := range canary.Spec.Analysis.Metrics {
-		m := &canary.Spec.Analysis.Metrics[i]
-		s, _, err := e.serverFor(ctx, canary, m)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("metric %q: %w", m.Name, err))
+	for _, ms := range resolved {
+		if ms.err != nil {
+			errs = append(errs, fmt.Errorf("metric %q: %w", ms.metric, ms.err))
 			continue
 		}
-		if _, ok := servers[s.key()]; !ok {
-			servers[s.key()] = s
-			order = append(order, s.key())
+		if _, ok := servers[ms.srv.key()]; !ok {
+			servers[ms.srv.key()] = ms.srv
+			order = append(order, ms.srv.key())
 		}
 	}
-	for _, k := range order {
-		s := servers[k]
-		if _, err := e.query(ctx, s, "vector(1)", time.Time{}); err != nil {
-			if !errors.Is(err, ErrUnreachable) && !errors.Is(err, egress.ErrRefused) {
-				err = fmt.Errorf("%w: %s: %w", ErrUnreachable, redacted(s.address), err)
+	ctx, cancel := context.WithTimeout(ctx, e.opts.ReadyTimeout)
+	defer cancel()
+	answers := make([]error, len(order))
+	var wg sync.WaitGroup
+	for i, k := range order {
+		wg.Go(func() {
+			s := servers[k]
+			if _, err := e.query(ctx, s, "vector(1)", time.Time{}); err != nil {
+				if !errors.Is(err, ErrUnreachable) && !errors.Is(err, egress.ErrRefused) {
+					err = fmt.Errorf("%w: %s: %w", ErrUnreachable, redacted(s.address), err)
+				}
+				answers[i] = err
 			}
-			errs = append(errs, err)
-		}
+		})
 	}
-	return errors.Join(errs...)
+	wg.Wait()
+	return errors.Join(append(errs, answers...)...)
 }

@@ -1,6 +1,9 @@
 package analysis
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors returned (wrapped) by the analysis package; test them with errors.Is.
 var (
@@ -8,6 +11,10 @@ var (
 	// names, an unparsable interval, a minRequestCount on a MetricTemplate metric, an unknown
 	// mesh). The spec must change; retrying does not help.
 	ErrInvalidSpec = errors.New("invalid analysis spec")
+
+	// ErrTooManyServers means a Canary's metrics use more distinct metrics servers than the
+	// engine allows (Options.MaxMetricsServers). It wraps ErrInvalidSpec.
+	ErrTooManyServers = fmt.Errorf("%w: too many metrics servers", ErrInvalidSpec)
 
 	// ErrIntervalTooShort means a metric window is shorter than twice the Prometheus scrape
 	// interval, so rate() over it returns nothing.

@@ -112,6 +112,10 @@ func fixtures() []promtest.Series {
 	// For templates.
 	counter("app_errors_total", map[string]string{"app": "two", "kind": "a"}, 1)
 	counter("app_errors_total", map[string]string{"app": "two", "kind": "b"}, 2)
+	// One series in this namespace and one in another whose labels must never reach a tenant of
+	// this one (confine_test.go).
+	s = append(s, promtest.Gauge("tenant_secret_info", map[string]string{"namespace": ns, "secret": "mine"}, t0, tEnd, step, 1),
+		promtest.Gauge("tenant_secret_info", map[string]string{"namespace": "other", "secret": "payments-db-password"}, t0, tEnd, step, 1))
 	return s
 }
 

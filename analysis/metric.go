@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 )
@@ -41,8 +43,9 @@ func (e *Engine) serverFor(ctx context.Context, c *sluicev1.Canary, m *sluicev1.
 	return s, tpl, nil
 }
 
-// planFor renders the queries of metric m for a check at now, over the window runWindow returns.
-// errors: ErrNoMetricsServer, ErrTemplate, ErrInvalidSpec, API errors.
+// planFor renders the queries of metric m for a check at now, over the window runWindow returns,
+// and confines a tenant's query to the Canary's namespace (confine). errors: ErrNoMetricsServer,
+// ErrTemplate, ErrInvalidSpec, ErrInvalidQuery, API errors.
 func (e *Engine) planFor(ctx context.Context, c *sluicev1.Canary, m *sluicev1.CanaryMetric, w time.Duration) (plan, error) {
 	var err error
 	p := plan{window: promDuration(w)}
@@ -52,10 +55,13 @@ func (e *Engine) planFor(ctx context.Context, c *sluicev1.Canary, m *sluicev1.Ca
 	}
 	switch {
 	case tpl != nil:
-		return p, p.renderTemplate(c, m, tpl)
+		if err := p.renderTemplate(c, m, tpl); err != nil {
+			return plan{}, err
+		}
+		return p, e.confine(&p, c, tpl.Namespace)
 	case m.Query != "":
-		p.query = m.Query // Flagger's inline query: run as written
-		return p, nil
+		p.query = m.Query // Flagger's inline query: run as written, confined to a tenant's namespace
+		return p, e.confine(&p, c, c.Namespace)
 	}
 	return p, p.renderBuiltin(c, m)
 }
@@ -96,11 +102,7 @@ func (p *plan) renderBuiltin(c *sluicev1.Canary, m *sluicev1.CanaryMetric) error
 
 // evaluate checks one metric at now. It never fails: problems become Error verdicts.
 func (e *Engine) evaluate(ctx context.Context, c *sluicev1.Canary, m *sluicev1.CanaryMetric, now time.Time) sluicev1.MetricResult {
-	res := sluicev1.MetricResult{
-		Name:           m.Name,
-		ThresholdRange: FormatRange(m.ThresholdRange),
-		CheckedAt:      &metav1.Time{Time: now},
-	}
+	res := newResult(m, now)
 	w, clipped, err := e.runWindow(c, m, now)
 	if err != nil {
 		return withError(res, err)
@@ -199,13 +201,26 @@ func (e *Engine) judge(ctx context.Context, res sluicev1.MetricResult, p plan, m
 	return res
 }
 
-// value runs q and extracts its one number. errors: those of query and SampleValue.
+// value runs q and extracts its one number. The labels of a result with several series go to the
+// debug log only. errors: those of query and SampleValue.
 func (e *Engine) value(ctx context.Context, s server, q string, now time.Time) (float64, error) {
 	v, err := e.query(ctx, s, q, now)
 	if err != nil {
 		return 0, err
 	}
+	if vec, ok := v.(model.Vector); ok && len(vec) > 1 {
+		log.FromContext(ctx).V(1).Info("Query returned several series", "query", q, "series", seriesList(vec))
+	}
 	return SampleValue(v)
+}
+
+// newResult is the result of metric m checked at now, before it is judged.
+func newResult(m *sluicev1.CanaryMetric, now time.Time) sluicev1.MetricResult {
+	return sluicev1.MetricResult{
+		Name:           m.Name,
+		ThresholdRange: FormatRange(m.ThresholdRange),
+		CheckedAt:      &metav1.Time{Time: now},
+	}
 }
 
 func withError(res sluicev1.MetricResult, err error) sluicev1.MetricResult {

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -132,25 +130,17 @@ func ValidateNamespaceAnalysis(a NamespaceAnalysis, scrapeInterval time.Duration
 
 // AnalyzeNamespace evaluates every metric of a for namespace a.Namespace with instant queries at
 // now and returns one MetricResult per metric, in order, judged exactly as Analyze judges a
-// Canary's (thresholds, no data, minRequestCount, errors naming the address).
+// Canary's (thresholds, no data, minRequestCount, errors naming the address), within
+// CheckTimeout.
 // errors: ErrInvalidSpec and ErrIntervalTooShort (see ValidateNamespaceAnalysis); ctx's error when
 // ctx ends before every metric is done.
 func (e *Engine) AnalyzeNamespace(ctx context.Context, a NamespaceAnalysis, now time.Time) (Check, error) {
 	if err := ValidateNamespaceAnalysis(a, e.opts.ScrapeInterval); err != nil {
 		return Check{}, err
 	}
-	results := make([]sluicev1.MetricResult, len(a.Metrics))
-	sem := make(chan struct{}, e.opts.MaxConcurrentMetrics)
-	var wg sync.WaitGroup
-	for i := range a.Metrics {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			results[i] = e.evaluateNamespace(ctx, a, &a.Metrics[i], now)
-		}()
-	}
-	wg.Wait()
+	results := e.evaluateAll(ctx, a.Metrics, now, func(ctx context.Context, m *sluicev1.CanaryMetric) sluicev1.MetricResult {
+		return e.evaluateNamespace(ctx, a, m, now)
+	})
 	if err := ctx.Err(); err != nil {
 		return Check{}, fmt.Errorf("analysis of namespace %s interrupted: %w", a.Namespace, err)
 	}
@@ -160,11 +150,7 @@ func (e *Engine) AnalyzeNamespace(ctx context.Context, a NamespaceAnalysis, now 
 }
 
 func (e *Engine) evaluateNamespace(ctx context.Context, a NamespaceAnalysis, m *sluicev1.CanaryMetric, now time.Time) sluicev1.MetricResult {
-	res := sluicev1.MetricResult{
-		Name:           m.Name,
-		ThresholdRange: FormatRange(m.ThresholdRange),
-		CheckedAt:      &metav1.Time{Time: now},
-	}
+	res := newResult(m, now)
 	p, err := e.namespacePlan(ctx, a, m)
 	if err != nil {
 		return withError(res, err)

@@ -134,7 +134,7 @@ func (e *Engine) query(ctx context.Context, s server, q string, ts time.Time) (m
 		return nil, queryError(ctx, s.address, err)
 	}
 	if len(warnings) > 0 {
-		return nil, fmt.Errorf("%w: Prometheus at %s answered with warnings: %s", ErrPartial, s.address, strings.Join(warnings, "; "))
+		return nil, fmt.Errorf("%w: Prometheus at %s answered with warnings: %s", ErrPartial, s.address, withoutLabelSets(strings.Join(warnings, "; ")))
 	}
 	return v, nil
 }
@@ -156,7 +156,13 @@ func queryError(ctx context.Context, address string, err error) error {
 	if apiErr != nil {
 		switch apiErr.Type {
 		case promv1.ErrBadData, promv1.ErrExec, promv1.ErrTimeout, promv1.ErrCanceled:
-			// Prometheus' own JSON error document (a query it rejected), not a raw body.
+			// Prometheus' own JSON error document (a query it rejected), not a raw body; without
+			// the label sets an execution error may quote (duplicate series), which go to the
+			// debug log only.
+			if msg := withoutLabelSets(apiErr.Msg); apiErr.Type == promv1.ErrExec && msg != apiErr.Msg {
+				log.FromContext(ctx).V(1).Info("Prometheus rejected a query", "address", address, "error", apiErr.Msg)
+				err = &promv1.Error{Type: apiErr.Type, Msg: msg, Detail: apiErr.Detail}
+			}
 			return fmt.Errorf("query rejected by Prometheus at %s: %w", address, err)
 		}
 		if d := strings.TrimSpace(apiErr.Detail); d != "" {

@@ -12,15 +12,16 @@ import (
 // promqlParser is Prometheus's own PromQL parser with its default functions.
 var promqlParser = parser.NewParser(parser.Options{})
 
-// ValidateTemplateQuery checks a MetricTemplate query the way a check will run it: it renders the
-// Go template with placeholder values (every documented variable, and a placeholder for each
-// {{ .variables.NAME }} the template uses) and parses the result with Prometheus's PromQL parser.
-// errors: ErrTemplate for a template that does not parse or render, or PromQL the parser
-// rejects (the parser's message gives the position).
+// ValidateTemplateQuery checks a MetricTemplate query the way a check will run it: it checks that
+// the template only prints fields (parseTemplate), renders it with placeholder values (every
+// documented variable, and a placeholder for each {{ .variables.NAME }} the template uses) and
+// parses the result with Prometheus's PromQL parser. errors: ErrTemplate for a template that is
+// too long, does not parse, uses anything but field actions or does not render, or PromQL the
+// parser rejects (the parser's message gives the position).
 func ValidateTemplateQuery(query string) error {
-	t, err := template.New("query").Option("missingkey=error").Parse(query)
+	t, err := parseTemplate(query)
 	if err != nil {
-		return fmt.Errorf("%w: parsing query: %w", ErrTemplate, err)
+		return err
 	}
 	vars := TemplateVars{Name: "canary", Namespace: "default", Target: "app", Service: "app", Interval: "1m",
 		Variables: map[string]string{}}

@@ -18,8 +18,10 @@ import (
 // metric does not define) or whose rendered PromQL Prometheus's parser rejects or types as a range
 // vector or a string, and an inline query the same. Built-in metrics are not checked (Sluice
 // writes them). Reads only through the engine's reader (the cache). Returns nil when
-// spec.skipAnalysis. errors: ErrInvalidQuery (joined, one per metric) naming the metric and the
-// template; ErrTemplate for a missing template; API errors.
+// spec.skipAnalysis. It also refuses metrics that use more distinct servers than the engine
+// allows. errors: ErrInvalidQuery (joined, one per metric) naming the metric and the template;
+// ErrTemplate for a missing template; ErrTooManyServers naming the metrics beyond the cap; API
+// errors.
 func (e *Engine) ValidateQueries(ctx context.Context, canary *sluicev1.Canary) error {
 	if canary.Spec.SkipAnalysis {
 		return nil
@@ -45,6 +47,9 @@ func (e *Engine) ValidateQueries(ctx context.Context, canary *sluicev1.Canary) e
 				errs = append(errs, fmt.Errorf("%w: metric %q: inline query: %w", ErrInvalidQuery, m.Name, err))
 			}
 		}
+	}
+	if err := e.checkServerCap(e.metricServers(ctx, canary)); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -2,9 +2,8 @@ package analysis
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strings"
-	"text/template"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,13 +31,14 @@ type TemplateVars struct {
 	Variables map[string]string
 }
 
-// RenderQuery renders a MetricTemplate query (Go text/template) with vars. Referring to a
-// variable that does not exist is an error (missingkey=error), as is a template syntax error.
-// Returns the PromQL text; errors wrap ErrTemplate.
+// RenderQuery renders a MetricTemplate query (Go text/template) with vars. Only field actions
+// are allowed (parseTemplate); referring to a variable that does not exist is an error
+// (missingkey=error), as is a template syntax error or a result longer than
+// MaxRenderedQueryLength. Returns the PromQL text; errors wrap ErrTemplate.
 func RenderQuery(query string, vars TemplateVars) (string, error) {
-	t, err := template.New("query").Option("missingkey=error").Parse(query)
+	t, err := parseTemplate(query)
 	if err != nil {
-		return "", fmt.Errorf("%w: parsing query: %w", ErrTemplate, err)
+		return "", err
 	}
 	variables := make(map[string]string, len(vars.Variables))
 	for k, v := range vars.Variables {
@@ -52,11 +52,14 @@ func RenderQuery(query string, vars TemplateVars) (string, error) {
 		"interval":  EscapeString(vars.Interval),
 		"variables": variables,
 	}
-	var b strings.Builder
-	if err := t.Execute(&b, data); err != nil {
+	w := &boundedWriter{max: MaxRenderedQueryLength}
+	if err := t.Execute(w, data); err != nil {
+		if errors.Is(err, errRenderTooLong) {
+			return "", fmt.Errorf("%w: rendering query: the result is longer than %d bytes (long templateVariables?)", ErrTemplate, MaxRenderedQueryLength)
+		}
 		return "", fmt.Errorf("%w: rendering query: %w", ErrTemplate, err)
 	}
-	return b.String(), nil
+	return w.b.String(), nil
 }
 
 // templateVars returns the variables of metric m of canary c for workload target.

@@ -45,6 +45,9 @@ func ValidateSpec(c *sluicev1.Canary) error {
 		if m.TemplateRef != nil && m.Query != "" {
 			add("metric %q: set templateRef or query, not both", m.Name)
 		}
+		if len(m.Query) > MaxQueryLength {
+			add("metric %q: query is %d bytes long, more than the %d allowed", m.Name, len(m.Query), MaxQueryLength)
+		}
 		if m.Query != "" && (m.CompareToPrimary != nil || m.MinRequestCount != nil) {
 			add("metric %q: query is run as written: compareToPrimary and minRequestCount need a built-in metric or a MetricTemplate", m.Name)
 		}

@@ -23,8 +23,8 @@ const (
 
 // SampleValue extracts the one number of an instant-query result: a scalar or a vector of exactly
 // one sample. Returns the value; errors: ErrNoData for an empty vector, NaN, +Inf or -Inf (the
-// message says which); ErrResult for several series (naming the count and the first label sets),
-// a range vector or a string.
+// message says which); ErrResult for several series (naming the count, never their labels), a
+// range vector or a string.
 func SampleValue(v model.Value) (float64, error) {
 	var f float64
 	switch r := v.(type) {
@@ -39,7 +39,8 @@ func SampleValue(v model.Value) (float64, error) {
 		case 1:
 			f = float64(r[0].Value)
 		default:
-			return 0, fmt.Errorf("%w: query returned %d series, want 1 (%s)", ErrResult, len(r), seriesList(r))
+			// Never their labels: they may name other tenants' objects (the debug log has them).
+			return 0, fmt.Errorf("%w: query returned %d series, want 1 (aggregate them, e.g. with sum())", ErrResult, len(r))
 		}
 	case model.Matrix:
 		return 0, fmt.Errorf("%w: query returned a range vector of %d series, want an instant vector or scalar", ErrResult, len(r))
@@ -57,7 +58,7 @@ func SampleValue(v model.Value) (float64, error) {
 	return f, nil
 }
 
-// seriesList names the first series of v, e.g. `{code="200"}, {code="500"}`.
+// seriesList names the first series of v, e.g. `{code="200"}, {code="500"}`, for the debug log.
 func seriesList(v model.Vector) string {
 	const shown = 3
 	parts := make([]string, 0, shown+1)

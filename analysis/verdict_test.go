@@ -34,8 +34,8 @@ func TestSampleValue(t *testing.T) {
 		{"NaN", model.Vector{sample(math.NaN())}, 0, ErrNoData, "NaN"},
 		{"+Inf", model.Vector{sample(math.Inf(1))}, 0, ErrNoData, "+Inf"},
 		{"-Inf scalar", &model.Scalar{Value: model.SampleValue(math.Inf(-1))}, 0, ErrNoData, "-Inf"},
-		{"two series", model.Vector{sample(1, "a", "1"), sample(2, "a", "2")}, 0, ErrResult, `2 series, want 1 ({a="1"}, {a="2"})`},
-		{"five series", model.Vector{sample(1), sample(2), sample(3), sample(4), sample(5)}, 0, ErrResult, "5 series, want 1 ({}, {}, {}, and 2 more)"},
+		{"two series", model.Vector{sample(1, "a", "1"), sample(2, "a", "2")}, 0, ErrResult, `2 series, want 1 (aggregate them`},
+		{"five series", model.Vector{sample(1), sample(2), sample(3), sample(4), sample(5)}, 0, ErrResult, "5 series, want 1"},
 		{"matrix", model.Matrix{}, 0, ErrResult, "range vector"},
 		{"string", &model.String{Value: "x"}, 0, ErrResult, "string"},
 	} {
@@ -43,6 +43,17 @@ func TestSampleValue(t *testing.T) {
 		if !errors.Is(err, tc.err) || got != tc.want || (err != nil && !strings.Contains(err.Error(), tc.msg)) {
 			t.Errorf("%s: got %v, %v; want %v, %v containing %q", tc.name, got, err, tc.want, tc.err, tc.msg)
 		}
+		// The labels of several series may be other tenants': never in a message.
+		if err != nil && strings.Contains(err.Error(), `a="`) {
+			t.Errorf("%s: the message names series labels: %v", tc.name, err)
+		}
+	}
+	// They go to the debug log, the first three of them.
+	if got := seriesList(model.Vector{sample(1, "a", "1"), sample(2, "a", "2")}); got != `{a="1"}, {a="2"}` {
+		t.Errorf("seriesList = %s", got)
+	}
+	if got := seriesList(model.Vector{sample(1), sample(2), sample(3), sample(4), sample(5)}); got != "{}, {}, {}, and 2 more" {
+		t.Errorf("seriesList = %s", got)
 	}
 }
 

@@ -110,7 +110,8 @@ type CanaryAnalysis struct {
 	FailedChecksMode string `json:"failedChecksMode,omitempty"`
 
 	// Metrics checked at every step. Names are unique: a second metric of the same name is
-	// refused, not merged.
+	// refused, not merged. They may use at most 4 distinct metrics servers (the manager's
+	// --max-metrics-servers); a Canary using more is stalled naming the metrics beyond.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
@@ -178,8 +179,11 @@ type CanaryMetric struct {
 
 	// Query is a PromQL query run as written (no template variables) against the Canary's
 	// metrics server, as Flagger's inline metrics[].query. A MetricTemplate is usually better:
-	// it is rendered for the Canary's namespace, target and interval.
+	// it is rendered for the Canary's namespace, target and interval. By default the manager
+	// confines an inline query to the Canary's namespace: every series selector gets a
+	// namespace="<the Canary's namespace>" matcher (see docs/metrics.md). At most 4096 bytes.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
 	// +optional
 	Query string `json:"query,omitempty"`
 

@@ -56,7 +56,16 @@ type MetricTemplateSpec struct {
 	Provider MetricTemplateProvider `json:"provider,omitempty"`
 	// Query is a PromQL Go text/template that must return a single series or scalar, e.g.
 	// sum(rate(http_requests_total{namespace="{{ .namespace }}",status!~"5.."}[{{ .interval }}])).
+	// Its actions may only print a value: {{ .name }}, {{ .namespace }}, {{ .target }},
+	// {{ .service }}, {{ .interval }} or {{ .variables.KEY }} (trim markers {{- -}} and comments
+	// {{/* */}} allowed); range, if, with, define, template, block, function calls, pipelines and
+	// variables are refused, here and again before every rendering (Ready=False InvalidQuery). At
+	// most 4096 bytes; rendered, at most 16 KiB. A template outside the controller's namespace is
+	// a tenant's: by default the manager confines its query to the Canary's namespace (see
+	// docs/metrics.md).
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([^{]|[{][^{]|[{]$|[{][{](-[[:space:]])?[[:space:]]*[.](name|namespace|target|service|interval|variables[.][A-Za-z_][A-Za-z0-9_]*)[[:space:]]*([[:space:]]-)?[}][}]|[{][{](-[[:space:]])?/[*]([^*]|[*]+[^*/])*[*]+/([[:space:]]-)?[}][}])*$')",message="query: a template action may only print {{ .name }}, {{ .namespace }}, {{ .target }}, {{ .service }}, {{ .interval }} or {{ .variables.KEY }} (no range, if, with, define, template, block, function calls, pipelines or variables)"
 	Query string `json:"query"`
 }
 

@@ -130,6 +130,7 @@ func TestDeploymentIsRestrictedAndWiresTheFlags(t *testing.T) {
 		"extraArgs":                []any{"--zap-encoder=console"},
 		"allowEgressTo":            []any{"loopback", "cluster"},
 		"clusterCIDRs":             []any{"10.244.0.0/16", "fd10:244::/56"},
+		"tenantQueries":            map[string]any{"confine": false, "namespaceLabel": "kubernetes_namespace", "maxMetricsServers": 2},
 	})
 	d := r.Find("Deployment", "sluice")
 	if d == nil {
@@ -195,6 +196,9 @@ func TestDeploymentIsRestrictedAndWiresTheFlags(t *testing.T) {
 		"--zap-encoder=console",
 		"--allow-egress-to=loopback,cluster",
 		"--cluster-cidrs=10.244.0.0/16,fd10:244::/56",
+		"--confine-tenant-queries=false",
+		"--tenant-namespace-label=kubernetes_namespace",
+		"--max-metrics-servers=2",
 	} {
 		if !slices.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
@@ -289,6 +293,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		"servicemonitor ko": {"serviceMonitor": map[string]any{"enable": true}},
 		"egress class":      {"allowEgressTo": []any{"private"}},
 		"cluster range":     {"clusterCIDRs": []any{"10.244.0.0"}},
+		"namespace label":   {"tenantQueries": map[string]any{"namespaceLabel": "kubernetes.namespace"}},
+		"no metrics server": {"tenantQueries": map[string]any{"maxMetricsServers": 0}},
 	} {
 		if _, err := helmchart.Render(helmchart.Release{Values: values}); err == nil {
 			t.Errorf("%s: values %v accepted", name, values)

@@ -40,6 +40,7 @@ type config struct {
 	clusterDomain          string
 	enableDataPlane        bool
 	scale                  scaleFlags
+	queries                queryFlags
 }
 
 func parseFlags(args []string) (config, zap.Options, error) {
@@ -66,8 +67,9 @@ func parseFlags(args []string) (config, zap.Options, error) {
 	fs.IntVar(&c.maxProgressing, "max-progressing", 0, "Canaries allowed to run at once; others wait in Waiting. 0: no cap.")
 	fs.StringVar(&c.metricsServer, "metrics-server", "http://prometheus:9090", "Default Prometheus address for analysis.")
 	fs.DurationVar(&c.scrapeInterval, "prometheus-scrape-interval", 15*time.Second, "Prometheus scrape interval; metric windows must be at least twice it.")
-	fs.DurationVar(&c.queryTimeout, "query-timeout", 10*time.Second, "Timeout of one Prometheus query.")
+	fs.DurationVar(&c.queryTimeout, "query-timeout", 10*time.Second, "Timeout of one Prometheus query, and of one check as a whole.")
 	c.scale.bind(fs)
+	c.queries.bind(fs)
 	opts := zap.Options{}
 	opts.BindFlags(fs)
 	err := fs.Parse(args)
@@ -106,6 +108,7 @@ func run(ctx context.Context, cfg config) error {
 	o.AllowedRouteHostnames, o.AllowedRouteParents = splitList(cfg.routeHostnames), splitList(cfg.routeParents)
 	o.ClusterDomain = cfg.clusterDomain
 	cfg.scale.apply(&o)
+	cfg.queries.apply(&o)
 	mgr, err := manager.New(ctx, restCfg, o)
 	if err != nil {
 		return err

@@ -17,7 +17,8 @@ type queryValidator interface {
 }
 
 // validateQueries stalls (reason InvalidQuery, naming the metric, the MetricTemplate and the
-// parser's message) a Canary whose metric query can never be judged: before a run no traffic
+// parser's message; InvalidSpec for a missing template or more metrics servers than allowed,
+// naming the metrics) a Canary whose metric query can never be judged: before a run no traffic
 // moves to the canary; during one it is the planner's stall (a configuration error, not
 // "metrics unavailable"), and the run ends at the progress deadline naming it.
 // errors: the stall; API errors reading the templates.
@@ -32,7 +33,8 @@ func (r *Reconciler) validateQueries(ctx context.Context, canary *sluicev1.Canar
 		return nil
 	case errors.Is(err, analysis.ErrInvalidQuery):
 		return reconcilekit.Stalled(sluicev1.ReasonInvalidQuery, "analysis: %w", err)
-	case errors.Is(err, analysis.ErrTemplate): // a missing MetricTemplate: a spec problem
+	case errors.Is(err, analysis.ErrTemplate), errors.Is(err, analysis.ErrInvalidSpec):
+		// A missing MetricTemplate, more metrics servers than allowed: a spec problem.
 		return reconcilekit.Stalled(sluicev1.ReasonInvalidSpec, "analysis: %w", err)
 	}
 	return fmt.Errorf("validating metric queries: %w", err)

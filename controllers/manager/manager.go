@@ -57,8 +57,10 @@ type Options struct {
 	MetricsServer string
 	// ScrapeInterval is Prometheus' scrape interval. Default 15s.
 	ScrapeInterval time.Duration
-	// QueryTimeout bounds one Prometheus query. Default 10s.
+	// QueryTimeout bounds one Prometheus query, and one check as a whole. Default 10s.
 	QueryTimeout time.Duration
+	// Tenancy of metric queries (analysis.Options): see TenantQueries.
+	TenantQueries TenantQueries
 	// SkipNameValidation allows several managers in one process (tests).
 	SkipNameValidation bool
 	// KubeAPIQPS and KubeAPIBurst are the client-side budget shared by every request to the
@@ -162,6 +164,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}
 	analysisOpts := analysis.Options{DefaultAddress: o.MetricsServer, ScrapeInterval: o.ScrapeInterval,
 		QueryTimeout: o.QueryTimeout, Egress: policy, Refs: refs}
+	o.TenantQueries.apply(&analysisOpts)
 	// One analysis engine for both controllers: the one place the scrape interval is configured.
 	engine := analysis.NewEngine(c, analysisOpts)
 	// The routers share one memory of their own writes, which the route watches also read.

@@ -71,7 +71,7 @@ func convertMetricTemplate(in *fMetricTemplate, r *ObjectReport) []client.Object
 		r.change("spec.query", "template variables {{ name }} → {{ .name }} (Go template fields); values are escaped for PromQL string literals")
 	}
 	if ingress {
-		r.drop("spec.query", "{{ ingress }} (the NGINX ingress name) has no Sluice counterpart: the template will not render until it is replaced")
+		r.drop("spec.query", "{{ ingress }} (the NGINX ingress name) has no Sluice counterpart: the API server refuses the template until it is replaced")
 	}
 	residue(r, "spec", &in.Spec)
 	return []client.Object{out}
