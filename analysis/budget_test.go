@@ -65,7 +65,7 @@ func spreadOver(addrs []string, metrics int) (*sluicev1.Canary, client.Reader) {
 func TestReadyAsksHangingServersAtOnceWithinItsBudget(t *testing.T) {
 	addrs, requests, _ := hangingServers(t, 4)
 	c, r := spreadOver(addrs, 32)
-	e := NewEngine(r, Options{})
+	e := NewEngine(r, Options{Egress: loopbackAllowed})
 	start := time.Now()
 	err := e.Ready(context.Background(), c)
 	took := time.Since(start)
@@ -92,7 +92,7 @@ func TestCheckOfHangingServersEndsWithinItsBudget(t *testing.T) {
 	addrs, _, mostAtOnce := hangingServers(t, 4)
 	c, r := spreadOver(addrs, 32)
 	const timeout = 2 * time.Second
-	e := NewEngine(r, Options{QueryTimeout: timeout})
+	e := NewEngine(r, Options{Egress: loopbackAllowed, QueryTimeout: timeout})
 	start := time.Now()
 	check, err := e.Analyze(context.Background(), c, now)
 	took := time.Since(start)
@@ -119,7 +119,7 @@ func TestCheckOfHangingServersEndsWithinItsBudget(t *testing.T) {
 func TestMetricsServerCap(t *testing.T) {
 	addrs, requests, _ := hangingServers(t, 5)
 	over, r := spreadOver(addrs, 10)
-	e := NewEngine(r, Options{ReadyTimeout: 100 * time.Millisecond, QueryTimeout: 100 * time.Millisecond})
+	e := NewEngine(r, Options{Egress: loopbackAllowed, ReadyTimeout: 100 * time.Millisecond, QueryTimeout: 100 * time.Millisecond})
 	_, errEvaluate := e.Evaluate(context.Background(), over, now)
 	for name, err := range map[string]error{
 		"ValidateQueries": e.ValidateQueries(context.Background(), over),
@@ -135,7 +135,7 @@ func TestMetricsServerCap(t *testing.T) {
 		t.Fatalf("%d requests to the servers of a Canary over the cap", n)
 	}
 	atCap, r := spreadOver(addrs[:4], 10)
-	e = NewEngine(r, Options{ReadyTimeout: 100 * time.Millisecond})
+	e = NewEngine(r, Options{Egress: loopbackAllowed, ReadyTimeout: 100 * time.Millisecond})
 	if err := e.Ready(context.Background(), atCap); !errors.Is(err, ErrUnreachable) || errors.Is(err, ErrTooManyServers) {
 		t.Fatalf("4 servers: %v, want them asked", err)
 	}

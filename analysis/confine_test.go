@@ -38,7 +38,7 @@ func TestTenantQueriesReadOnlyTheirNamespace(t *testing.T) {
 	const sumAll = `sum(tenant_secret_info)`
 	tenantTpl := metricTemplate(ns, "all", sumAll)
 	platformTpl := metricTemplate("monitoring", "all", sumAll)
-	e := NewEngine(reader(tenantTpl, platformTpl), Options{DefaultAddress: addr, TenantNamespaceLabel: "namespace",
+	e := NewEngine(reader(tenantTpl, platformTpl), Options{Egress: loopbackAllowed, DefaultAddress: addr, TenantNamespaceLabel: "namespace",
 		Refs: tenancy.RefPolicy{ControllerNamespace: "monitoring"}})
 	lowest := -1e9
 	inline := func(name, q string) sluicev1.CanaryMetric {
@@ -67,7 +67,7 @@ func TestTenantQueriesReadOnlyTheirNamespace(t *testing.T) {
 		}
 	}
 
-	unconfined := NewEngine(reader(), Options{DefaultAddress: addr})
+	unconfined := NewEngine(reader(), Options{Egress: loopbackAllowed, DefaultAddress: addr})
 	if r := analyzeOne(t, unconfined, newCanary("app95", "", inline("inline", sumAll))); r.Value != "2.00" || r.Query != sumAll {
 		t.Errorf("without confinement: %s %q query %s", r.Verdict, r.Value, r.Query)
 	}
@@ -77,7 +77,7 @@ func TestTenantQueriesReadOnlyTheirNamespace(t *testing.T) {
 // real Prometheus (confinement off): a result with two series and an execution error about
 // duplicate series say what happened, and nothing of the series' labels.
 func TestSeriesLabelsNeverInStatus(t *testing.T) {
-	e := NewEngine(reader(), Options{DefaultAddress: prom(t).Address()})
+	e := NewEngine(reader(), Options{Egress: loopbackAllowed, DefaultAddress: prom(t).Address()})
 	lowest := -1e9
 	for _, tc := range []struct{ query, want string }{
 		{`tenant_secret_info`, "query returned 2 series, want 1"},
