@@ -62,10 +62,12 @@ var stateKey = func() []byte {
 	return k
 }()
 
-// stateSeal is the MAC of state on the object version obj (UID and resourceVersion).
+// stateSeal is the MAC of state on the object obj (its UID). It does not change with the object's
+// resourceVersion: a change of the status alone leaves the cached annotations equal, which the
+// target watch reads as a status-only change (statusOnlyChange).
 func stateSeal(obj client.Object, state string) string {
 	m := hmac.New(sha256.New, stateKey)
-	m.Write([]byte(string(obj.GetUID()) + "/" + obj.GetResourceVersion() + "/" + state))
+	m.Write([]byte(string(obj.GetUID()) + "/" + state))
 	return base64.RawStdEncoding.EncodeToString(m.Sum(nil)[:16])
 }
 

@@ -274,8 +274,8 @@ func TestPrimariesStayWholeInTheCache(t *testing.T) {
 		forged := whole.copyWorkload()
 		forged.obj().GetAnnotations()[AnnotationTemplateHashState] = value
 		if value == honest.obj().GetAnnotations()[AnnotationTemplateHashState] {
-			// A copy of the cache's value on another version of the object: its seal no longer holds.
-			forged.obj().SetResourceVersion("43")
+			// A copy of the cache's value on another object: its seal does not hold.
+			forged.obj().SetUID("u2")
 		}
 		if _, ok := cachedState(forged.obj()); ok {
 			t.Errorf("a hash state the cache did not set is trusted: %q", value)
@@ -289,6 +289,13 @@ func TestPrimariesStayWholeInTheCache(t *testing.T) {
 	again := trimmed(t, honest)
 	if !equality.Semantic.DeepEqual(again.obj(), honest.obj()) {
 		t.Errorf("transformed again, the cache's copy changed:\n%+v\nwant\n%+v", again.obj(), honest.obj())
+	}
+	// A new version with a new status only: the cached copies differ in status alone, so the
+	// target watch wakes only the Canaries that read a target's status.
+	next := whole.copyWorkload().obj().(*appsv1.Deployment)
+	next.ResourceVersion, next.Status.ReadyReplicas = "43", 3
+	if !statusOnlyChange(honest.obj(), trimmed(t, deployment{next}).obj()) {
+		t.Error("a status change of a cached target reads as a change of its spec or metadata")
 	}
 }
 
