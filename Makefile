@@ -40,10 +40,9 @@ manifests: ## Generate CRD YAML and RBAC, and copy them into the Helm chart.
 	hack/build-tools.sh gen
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./api/... output:crd:artifacts:config=config/crd
 	$(CONTROLLER_GEN) rbac:roleName=sluice-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
-	# Namespace-scoped installs: the canary controller's rules alone, and the data-plane controller's
-	# (cluster-wide, only when it is enabled there).
-	$(CONTROLLER_GEN) rbac:roleName=sluice-canary paths=./controllers/canary/... output:rbac:artifacts:config=config/rbac/canary
-	$(CONTROLLER_GEN) rbac:roleName=sluice-dataplane paths=./controllers/dataplane/... output:rbac:artifacts:config=config/rbac/dataplane
+	# Namespace-scoped installs and installs without the data-plane controller: the rules of the
+	# Canary and MetricTemplate controllers alone.
+	$(CONTROLLER_GEN) rbac:roleName=sluice-canary paths="{./controllers/canary/...,./controllers/metrictemplate/...}" output:rbac:artifacts:config=config/rbac/canary
 	hack/chart-crds.sh
 
 .PHONY: verify

@@ -6,8 +6,8 @@
 #   config/rbac/role.yaml -> CHART/files/manager-rules.yaml: the ClusterRole's rules, less the
 #                            coordination.k8s.io leases rule (the chart grants leases only in the
 #                            release namespace, through the leader-election Role); likewise
-#                            config/rbac/canary -> canary-rules.yaml and config/rbac/dataplane ->
-#                            dataplane-rules.yaml for namespace-scoped installs.
+#                            config/rbac/canary -> canary-rules.yaml for installs without the
+#                            data-plane controller (namespace-scoped ones among them).
 # CRDs live under templates/ rather than crds/ because Helm never upgrades files in crds/.
 #
 # Usage: hack/chart-crds.sh [CHART_DIR]   (default charts/sluice; tests pass a scratch folder)
@@ -43,8 +43,8 @@ for src in "$root"/config/crd/*.yaml; do
 done
 
 # Rules of the generated ClusterRoles (controller-gen writes one "- apiGroups:" item per rule),
-# without the leases rule: manager-rules.yaml (every controller, cluster-wide installs),
-# canary-rules.yaml and dataplane-rules.yaml (namespace-scoped installs).
+# without the leases rule: manager-rules.yaml (every controller) and canary-rules.yaml (the Canary
+# and MetricTemplate controllers).
 rules() {
   awk '
     function flush() { if (item != "" && item !~ /- coordination\.k8s\.io\n/) printf "%s", item; item = "" }
@@ -57,4 +57,3 @@ rules() {
 }
 rules "$root/config/rbac/role.yaml" "$chart/files/manager-rules.yaml"
 rules "$root/config/rbac/canary/role.yaml" "$chart/files/canary-rules.yaml"
-rules "$root/config/rbac/dataplane/role.yaml" "$chart/files/dataplane-rules.yaml"

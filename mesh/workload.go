@@ -142,6 +142,22 @@ func DesiredPods(obj client.Object) int32 {
 	return 0
 }
 
+// TemplateAnnotationsOf returns the pod-template annotations among ann that this package reads of
+// a workload (RestartToken, TemplateVersion), nil when none: all a cache of workloads needs to
+// keep of them.
+func TemplateAnnotationsOf(ann map[string]string) map[string]string {
+	var out map[string]string
+	for _, k := range []string{RestartedAtAnnotation, LinkerdProxyVersionAnnotation} {
+		if v, ok := ann[k]; ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // PodTemplate returns the pod template of a Deployment, StatefulSet or DaemonSet, or nil.
 func PodTemplate(obj client.Object) *corev1.PodTemplateSpec {
 	switch o := obj.(type) {

@@ -11,10 +11,11 @@ import (
 	"sluice.dev/sluice/providers"
 )
 
-// execute carries out a decision's actions in order. It stops at the first error; the caller then
-// keeps the old status, so the next tick decides again from the same state.
-func (r *Reconciler) execute(ctx context.Context, canary *sluicev1.Canary, router providers.Router,
-	target, primary workload, refs []configRef, d plan.Decision) error {
+// execute carries out a decision's actions in order on the objects obs read. It stops at the
+// first error; the caller then keeps the old status, so the next tick decides again from the same
+// state.
+func (r *Reconciler) execute(ctx context.Context, canary *sluicev1.Canary, router providers.Router, obs *observation, d plan.Decision) error {
+	target, primary := obs.target, obs.primary
 	for _, a := range d.Actions {
 		var err error
 		switch a {
@@ -33,7 +34,7 @@ func (r *Reconciler) execute(ctx context.Context, canary *sluicev1.Canary, route
 				err = r.scale(ctx, primary, d.PrimaryReplicas)
 			}
 		case plan.ActionPromotePrimary:
-			err = r.promotePrimary(ctx, canary, target, primary, refs, d.Status.LastAppliedSpec)
+			err = r.promotePrimary(ctx, canary, target, obs.targetTemplate, primary, obs.refs, d.Status.LastAppliedSpec)
 		case plan.ActionSetWeights:
 			err = router.SetRoutes(ctx, canary, providers.CanaryWeight(d.Status.CanaryWeight))
 		case plan.ActionRestorePrimary:

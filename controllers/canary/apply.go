@@ -21,9 +21,9 @@ func (r *Reconciler) apply(ctx context.Context, tick *reconcilekit.Tick, canary 
 		if err := tick.Commit(ctx); err != nil {
 			return err
 		}
-		return r.execute(ctx, canary, router, obs.target, obs.primary, obs.refs, d)
+		return r.execute(ctx, canary, router, obs, d)
 	}
-	if err := r.execute(ctx, canary, router, obs.target, obs.primary, obs.refs, d); err != nil {
+	if err := r.execute(ctx, canary, router, obs, d); err != nil {
 		return err
 	}
 	r.adopt(tick, canary, obs, d)

@@ -20,8 +20,8 @@ import (
 	"sluice.dev/sluice/controllers/internal/reconcilekit"
 )
 
-// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups=keda.sh,resources=scaledobjects,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=keda.sh,resources=scaledobjects,verbs=get;list;watch;create;patch
 
 // kedaPausedReplicas is KEDA's annotation that holds a ScaledObject's target at a fixed replica
 // count: the canary's ScaledObject carries "0" between runs, so KEDA never scales the idle canary.

@@ -102,19 +102,22 @@ type Reconciler struct {
 	checks checkMemo
 }
 
-// +kubebuilder:rbac:groups=sluice.dev,resources=canaries,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=sluice.dev,resources=canaries/status,verbs=get;update;patch
+// Least privilege: Sluice writes with create, patch (merge and server-side apply) and delete, never
+// update (but its leader-election Lease); update on canaries/finalizers is what the apiserver asks
+// of whoever sets an owner reference that blocks the Canary's deletion (the generated objects').
+// Secrets and ConfigMaps are listed and watched as metadata only (the verbs cannot say so).
+// +kubebuilder:rbac:groups=sluice.dev,resources=canaries,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=sluice.dev,resources=canaries/status,verbs=patch
 // +kubebuilder:rbac:groups=sluice.dev,resources=canaries/finalizers,verbs=update
 // +kubebuilder:rbac:groups=sluice.dev,resources=metrictemplates;alertproviders,verbs=get;list;watch
-// Least privilege: Sluice writes with create, patch (merge and server-side apply) and delete, never
-// update; Secrets and ConfigMaps are listed and watched as metadata only (the verbs cannot say so).
 // +kubebuilder:rbac:groups=apps,resources=deployments;daemonsets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=networking.istio.io,resources=virtualservices;destinationrules,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// Leader election (client-go's LeaseLock) reads, creates and renews its Lease: get, create, update.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
 
 // Reconcile runs one tick for a Canary: fetch, one deferred status patch (then the outbox),
 // deletion, finalizer, suspend, then the lifecycle step.

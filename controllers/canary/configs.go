@@ -165,10 +165,17 @@ func configChecksum(data map[string]string, binary map[string][]byte) string {
 }
 
 // revisionOf is the revision of a pod template together with the checksums of its tracked
-// configs: a change of either is a new revision.
+// configs: a change of either is a new revision. It is checksum's hash of
+// {"t":<template>,"c":<tracked>}, computed in two halves (templateHashState, revisionFromState)
+// so that the cache may keep the first and drop the template (workload_cache.go).
 func revisionOf(template *corev1.PodTemplateSpec, tracked map[string]string) string {
-	return checksum(struct {
-		Template *corev1.PodTemplateSpec `json:"t"`
-		Configs  map[string]string       `json:"c"`
-	}{template, tracked})
+	state, err := templateHashState(template)
+	if err != nil {
+		panic(fmt.Sprintf("revision of an unencodable template: %v", err))
+	}
+	rev, err := revisionFromState(state, tracked)
+	if err != nil {
+		panic(fmt.Sprintf("revision from a state just made: %v", err))
+	}
+	return rev
 }

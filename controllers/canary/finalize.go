@@ -85,7 +85,14 @@ func (r *Reconciler) warnUnpromotedRevert(ctx context.Context, tick *reconcileki
 	if err != nil {
 		return fmt.Errorf("reading the target's configs: %w", err)
 	}
-	revision := revisionOf(target.revisionTemplate(), tracked)
+	state, err := templateStateOf(target)
+	if err != nil {
+		return err
+	}
+	revision, err := revisionFromState(state, tracked)
+	if err != nil {
+		return err
+	}
 	if revision == promoted {
 		return nil
 	}

@@ -203,6 +203,14 @@ func (r *Reconciler) ensurePrimary(ctx context.Context, tick *reconcilekit.Tick,
 			"set the target back to the promoted version (Sluice then rebuilds the primary from it) or recreate %s",
 			kind, name, revision, promoted, name)
 	}
+	// The primary is a copy of the whole target, which the cache does not hold.
+	observed, err := templateStateOf(target)
+	if err != nil {
+		return nil, false, err
+	}
+	if target, err = r.wholeWorkload(ctx, target, observed); err != nil {
+		return nil, false, err
+	}
 	if err := r.copyConfigs(ctx, canary, refs); err != nil {
 		return nil, false, err
 	}
@@ -241,9 +249,15 @@ func (r *Reconciler) copyConfigs(ctx context.Context, canary *sluicev1.Canary, r
 }
 
 // promotePrimary copies the target's template and tracked configs to the primary at revision,
-// keeping the configs and template it ran as its restore point first.
-func (r *Reconciler) promotePrimary(ctx context.Context, canary *sluicev1.Canary, target, primary workload,
-	refs []configRef, revision string) error {
+// keeping the configs and template it ran as its restore point first. The template is the whole
+// one (read from the apiserver when the cache holds a trimmed target: wholeWorkload), and only
+// the one the tick observed, whose hash state is targetTemplate.
+func (r *Reconciler) promotePrimary(ctx context.Context, canary *sluicev1.Canary, target workload, targetTemplate string,
+	primary workload, refs []configRef, revision string) error {
+	target, err := r.wholeWorkload(ctx, target, targetTemplate)
+	if err != nil {
+		return err
+	}
 	if primary.obj().GetAnnotations()[AnnotationRevision] != revision {
 		// Before the copies change: the configs of the revision the primary runs are its restore
 		// point, with the template rememberRestorePoint keeps.

@@ -20,8 +20,11 @@ import (
 // observation is what one tick saw: the objects it acts on and the planner's input.
 type observation struct {
 	target, primary workload // target is nil when it is gone during a run
-	refs            []configRef
-	o               plan.Observed
+	// targetTemplate is the hash state of the target's pod template as observed (templateStateOf):
+	// a promotion copies that template and no other.
+	targetTemplate string
+	refs           []configRef
+	o              plan.Observed
 	// analysisBroken: the analysis cannot run as specified (the stall says why).
 	analysisBroken bool
 }
@@ -83,12 +86,19 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 	revision, tracked := s.LastAppliedSpec, s.TrackedConfigs
 	if target != nil {
 		obs.refs = configRefs(&target.podTemplate().Spec)
+		if obs.targetTemplate, err = templateStateOf(target); err != nil {
+			return nil, err
+		}
 		t, err := r.trackedConfigs(ctx, canary.Namespace, obs.refs)
 		if err := soft(err); err != nil {
 			return nil, err
 		}
 		if t != nil {
-			tracked, revision = t, revisionOf(target.revisionTemplate(), t)
+			rev, err := revisionFromState(obs.targetTemplate, t)
+			if err != nil {
+				return nil, err
+			}
+			tracked, revision = t, rev
 		}
 	}
 	if target != nil {

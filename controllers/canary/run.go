@@ -54,7 +54,7 @@ func (r *Reconciler) step(ctx context.Context, tick *reconcilekit.Tick, canary *
 		return ctrl.Result{}, nil, err
 	}
 	obs, err := r.observe(ctx, tick, canary, router)
-	if errors.Is(err, errWorkloadCacheBehind) {
+	if errors.Is(err, errWorkloadCacheBehind) || errors.Is(err, errTargetChanged) {
 		return reconcilekit.StaleResult(), nil, nil
 	}
 	if err != nil {

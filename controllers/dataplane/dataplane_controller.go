@@ -79,9 +79,8 @@ type Reconciler struct {
 	deliveries reconcilekit.Deliveries
 }
 
-// +kubebuilder:rbac:groups=sluice.dev,resources=dataplanes,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=sluice.dev,resources=dataplanes/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=sluice.dev,resources=dataplanes/finalizers,verbs=update
+// +kubebuilder:rbac:groups=sluice.dev,resources=dataplanes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=sluice.dev,resources=dataplanes/status,verbs=patch
 // +kubebuilder:rbac:groups=sluice.dev,resources=metrictemplates;alertproviders,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch

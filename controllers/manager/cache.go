@@ -4,12 +4,24 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 )
+
+// managerCache is the manager's cache: cacheOptions, keeping only what the controllers read
+// (cachetrim.go), of the EndpointSlices only the primary Services' (cacheslices.go), and of the
+// Canaries only this shard's (shard.go).
+func managerCache(o Options, shard labels.Selector) cache.Options {
+	opts := cacheOptions(o)
+	trimCache(&opts)
+	sliceCache(&opts)
+	shardCache(&opts, shard)
+	return opts
+}
 
 // cacheOptions configures the informer cache:
 //   - managed fields are dropped from every object (nothing reads them; ~30 % of the heap);

@@ -1,10 +1,16 @@
 package manager
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"sluice.dev/sluice/controllers/canary"
+	"sluice.dev/sluice/mesh"
 )
 
 // The informer cache holds every object of the kinds the controllers watch, cluster-wide: with
@@ -20,10 +26,16 @@ import (
 //     restartPolicy, which marks a native sidecar); phase and condition types and statuses.
 //     Everything else — volumes, env, resources, probes, container statuses, IPs — is dropped:
 //     about four fifths of a pod;
-//   - Namespaces: identity, labels and annotations.
+//   - Namespaces: identity, labels and annotations;
+//   - Deployments and DaemonSets (read by both controllers): canary.TrimWorkload. Sluice's own
+//     primaries stay whole; every other one loses its pod template but what the controllers read
+//     of it (mesh's annotations, node selector, containers' names, images and ports, config
+//     references) and keeps the state of its revision hash; the canary controller reads a target
+//     whole from the apiserver only to build or promote a primary from it;
+//   - StatefulSets (read only by the data-plane controller): no volume claim templates, and of the
+//     pod template the annotations package mesh reads and the containers' names and images.
 //
-// Deployments keep their pod template (a Canary's revision is a hash of it, and promotion copies
-// it) and their status.
+// docs/multi-tenancy.md gives the measured cost per cached object.
 
 // lastApplied is kubectl's annotation holding the object as last applied.
 const lastApplied = corev1.LastAppliedConfigAnnotation
@@ -36,6 +48,14 @@ func trimCache(opts *cache.Options) {
 	opts.ByObject[key] = by
 	key, by = byObject(opts, &corev1.Namespace{})
 	by.Transform = trimNamespace
+	opts.ByObject[key] = by
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &appsv1.DaemonSet{}} {
+		key, by = byObject(opts, obj)
+		by.Transform = canary.TrimWorkload
+		opts.ByObject[key] = by
+	}
+	key, by = byObject(opts, &appsv1.StatefulSet{})
+	by.Transform = trimStatefulSet
 	opts.ByObject[key] = by
 }
 
@@ -80,6 +100,35 @@ var trimPod toolscache.TransformFunc = func(in any) (any, error) {
 		}
 	}
 	return out, nil
+}
+
+// trimStatefulSet keeps what package mesh reads of a StatefulSet (see above).
+var trimStatefulSet toolscache.TransformFunc = func(in any) (any, error) {
+	sts, ok := in.(*appsv1.StatefulSet)
+	if !ok {
+		return stripForCache(in)
+	}
+	if _, err := stripForCache(sts); err != nil {
+		return nil, err
+	}
+	tpl := sts.Spec.Template
+	sts.Spec.Template = corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: mesh.TemplateAnnotationsOf(tpl.Annotations)}}
+	sts.Spec.Template.Spec.InitContainers = namesAndImages(tpl.Spec.InitContainers)
+	sts.Spec.Template.Spec.Containers = namesAndImages(tpl.Spec.Containers)
+	sts.Spec.VolumeClaimTemplates = nil
+	return sts, nil
+}
+
+// namesAndImages keeps each container's name and image.
+func namesAndImages(cs []corev1.Container) []corev1.Container {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i, c := range cs {
+		out[i] = corev1.Container{Name: c.Name, Image: c.Image}
+	}
+	return out
 }
 
 // trimNamespace keeps a namespace's metadata.

@@ -99,26 +99,60 @@ func TestTrimmedPodsAnswerTheMeshLikeWholeOnes(t *testing.T) {
 	t.Logf("pod JSON %d bytes whole, %d trimmed", len(before), len(after))
 }
 
-// TestEveryCachedObjectLosesManagedFieldsAndLastApplied, and nothing else.
+// TestEveryCachedObjectLosesManagedFieldsAndLastApplied, and nothing else, unless its kind is
+// trimmed further (pods, namespaces, workloads, EndpointSlices, configs).
 func TestEveryCachedObjectLosesManagedFieldsAndLastApplied(t *testing.T) {
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web",
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web",
 		Annotations:   map[string]string{corev1.LastAppliedConfigAnnotation: "{}", "keep": "me"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
-		Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "app", Image: "web:1", Env: []corev1.EnvVar{{Name: "A"}}}}}}}}
-	want := d.DeepCopy()
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 80}}}}
+	want := svc.DeepCopy()
 	want.ManagedFields = nil
 	delete(want.Annotations, corev1.LastAppliedConfigAnnotation)
-	out, err := stripForCache(d)
+	out, err := stripForCache(svc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !equality.Semantic.DeepEqual(out, want) {
-		t.Fatalf("stripped deployment differs beyond managedFields and last-applied:\n%+v\nwant\n%+v", out, want)
+		t.Fatalf("stripped service differs beyond managedFields and last-applied:\n%+v\nwant\n%+v", out, want)
 	}
 	ns, _ := trimNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"linkerd.io/inject": "enabled"}},
 		Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes"}}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}})
 	if n := ns.(*corev1.Namespace); n.Labels["linkerd.io/inject"] != "enabled" || n.Spec.Finalizers != nil || n.Status.Phase != corev1.NamespaceTerminating {
 		t.Fatalf("trimmed namespace: %+v", n)
+	}
+}
+
+// TestTrimmedStatefulSetsAnswerTheMeshLikeWholeOnes: the data-plane controller, the only reader
+// of StatefulSets, gets the same answers from the cache's trimmed copy (restart token, method,
+// desired pods, rollout), which keeps no volume claim template and of the pod template only
+// mesh's annotations and the containers' names and images.
+func TestTrimmedStatefulSetsAnswerTheMeshLikeWholeOnes(t *testing.T) {
+	for _, strategy := range []appsv1.StatefulSetUpdateStrategyType{appsv1.RollingUpdateStatefulSetStrategyType, appsv1.OnDeleteStatefulSetStrategyType} {
+		whole := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "shop", Generation: 2,
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "helm"}}},
+			Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3), UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: strategy},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "db"},
+					Annotations: map[string]string{mesh.RestartedAtAnnotation: "wave-2", "backup": "daily"}},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "postgres:16", Env: []corev1.EnvVar{{Name: "PGDATA", Value: "/data"}},
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}},
+				VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}},
+			Status: appsv1.StatefulSetStatus{ObservedGeneration: 2, Replicas: 3, ReadyReplicas: 3, UpdatedReplicas: 3, CurrentRevision: "a", UpdateRevision: "a"}}
+		out, err := trimStatefulSet(whole.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := out.(*appsv1.StatefulSet)
+		wm, _ := mesh.Method(whole)
+		tm, _ := mesh.Method(tr)
+		if mesh.RestartToken(whole) != mesh.RestartToken(tr) || wm != tm || mesh.DesiredPods(whole) != mesh.DesiredPods(tr) ||
+			mesh.RolledOut(whole) != mesh.RolledOut(tr) {
+			t.Errorf("%s: package mesh reads the trimmed StatefulSet differently", strategy)
+		}
+		c := tr.Spec.Template.Spec.Containers[0]
+		if tr.Spec.VolumeClaimTemplates != nil || c.Env != nil || c.Resources.Requests != nil || tr.ManagedFields != nil ||
+			tr.Spec.Template.Annotations["backup"] != "" || tr.Spec.Template.Labels != nil || c.Image != "postgres:16" {
+			t.Errorf("%s: trimmed StatefulSet keeps what nothing reads, or lost what mesh reads: %+v", strategy, tr.Spec)
+		}
 	}
 }

@@ -131,18 +131,13 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		LeaderElectionID:        leaseName(o),
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		LeaderElectionConfig:    leCfg,
-		Cache:                   cacheOptions(o),
+		Cache:                   managerCache(o, shard),
 		Client:                  clientOptions(),
 	}
 	if o.SkipNameValidation {
 		skip := true
 		opts.Controller = config.Controller{SkipNameValidation: &skip}
 	}
-	// The cache keeps only what the controllers read (cachetrim.go), of the EndpointSlices only the
-	// primary Services' (cacheslices.go), and of the Canaries only this shard's (shard.go).
-	trimCache(&opts.Cache)
-	sliceCache(&opts.Cache)
-	shardCache(&opts.Cache, shard)
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)

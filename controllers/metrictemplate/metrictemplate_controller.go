@@ -23,7 +23,7 @@ type Reconciler struct {
 }
 
 // +kubebuilder:rbac:groups=sluice.dev,resources=metrictemplates,verbs=get;list;watch
-// +kubebuilder:rbac:groups=sluice.dev,resources=metrictemplates/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=sluice.dev,resources=metrictemplates/status,verbs=patch
 
 // Reconcile validates the template's query and writes the Ready condition when it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

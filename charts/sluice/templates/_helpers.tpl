@@ -52,10 +52,24 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- end }}
 
-{{/* Whether the cluster-scoped data-plane controller runs: dataPlane.enabled, else on only for a
-cluster-wide install (no watchNamespaces). */}}
+{{/* Whether the cluster-scoped data-plane controller runs: dataPlane.enabled, else on for a
+cluster-wide install. Never with watchNamespaces: a manager watching some namespaces cannot see a
+data plane's others, and does not start the controller (so its RBAC is not granted either). */}}
 {{- define "sluice.dataPlaneEnabled" -}}
-{{- if kindIs "bool" .Values.dataPlane.enabled }}{{ .Values.dataPlane.enabled }}{{ else }}{{ empty .Values.watchNamespaces }}{{ end }}
+{{- if .Values.watchNamespaces }}
+{{- if eq .Values.dataPlane.enabled true }}
+{{- fail "dataPlane.enabled needs a cluster-wide install: with watchNamespaces the manager does not run the data-plane controller" }}
+{{- end }}
+{{- false }}
+{{- else if kindIs "bool" .Values.dataPlane.enabled }}{{ .Values.dataPlane.enabled }}{{ else }}{{ true }}{{ end }}
+{{- end }}
+
+{{/* Whether /metrics is HTTPS with the apiserver's authentication and authorization:
+metrics.secure, else on for a cluster-wide install only. TokenReviews and SubjectAccessReviews are
+cluster-scoped, so asking them needs a ClusterRoleBinding, which a namespace-scoped install
+(watchNamespaces) does not get unless metrics.secure says so. */}}
+{{- define "sluice.metricsSecure" -}}
+{{- if kindIs "bool" .Values.metrics.secure }}{{ .Values.metrics.secure }}{{ else }}{{ empty .Values.watchNamespaces }}{{ end }}
 {{- end }}
 
 {{/* The manager Deployments, one per shard, as a JSON list of {name, fullname, replicas, selector,
