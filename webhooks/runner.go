@@ -174,6 +174,8 @@ func (r *Runner) Poll(key string, hook sluicev1.CanaryWebhook, p Payload) Result
 		if r.sweep == nil {
 			r.sweep = time.AfterFunc(r.sweepPeriod(), r.expire)
 		}
+		c.lastPoll = r.now()
+		return Result{State: Pending, Message: "queued", New: true}
 	}
 	c.lastPoll = r.now()
 	if c.started.IsZero() && !c.result.Done() {

@@ -32,6 +32,9 @@ type Result struct {
 	Attempts int
 	// StatusCode of the last answer; 0 when there was none (timeout, connection error).
 	StatusCode int
+	// New is true for the Poll that started the call (its first): the caller may give a call
+	// that was just made a moment to answer before deciding without it.
+	New bool
 }
 
 // Done reports whether the call has finished (Passed or Failed).
