@@ -104,6 +104,12 @@ type CanaryStatus struct {
 	// +optional
 	PreRolloutPassed bool `json:"preRolloutPassed,omitempty"`
 
+	// SlotReleased is true while a run paused with spec.suspend has given its slot up under the
+	// cap on runs in flight (--max-progressing): once resumed, the run waits in line, its advance
+	// held and its checks going on, until the cap gives it a slot again.
+	// +optional
+	SlotReleased bool `json:"slotReleased,omitempty"`
+
 	// Analysis holds the last verdict of every metric, so `kubectl describe` explains a rollback.
 	// +optional
 	// +listType=map

@@ -50,7 +50,8 @@ func setPhaseConditions(c *sluicev1.Canary, hold *plan.Hold, unready string, eve
 					sluicev1.ReasonMetricsUnavailable
 			}
 		}
-		if hold != nil && (s.Phase == sluicev1.CanaryPhaseProgressing || hold.Deliberate && s.Phase == sluicev1.CanaryPhaseWaitingPromotion) {
+		inLine := hold != nil && hold.Reason == sluicev1.ReasonRolloutCapReached // a resumed run, back in line for a slot
+		if hold != nil && (s.Phase == sluicev1.CanaryPhaseProgressing || (hold.Deliberate || inLine) && s.Phase == sluicev1.CanaryPhaseWaitingPromotion) {
 			msg, reason = msg+"; held: "+hold.Message, hold.Reason
 		}
 		if refused := refusedGates(c); refused != "" {

@@ -230,6 +230,7 @@ func startRun(o Observed, d *Decision) {
 	s.ConsecutiveErrors = 0
 	s.Iterations = 0
 	s.PreRolloutPassed = false
+	s.SlotReleased = false // a run starts holding its slot of the cap (--max-progressing)
 	s.Analysis = nil
 	s.LastCheck = nil
 	s.Webhooks = nil
