@@ -2,6 +2,7 @@ package canary
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"sluice.dev/sluice/analysis"
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
@@ -169,4 +171,109 @@ func TestHangingGateNeverSuspendsTheRun(t *testing.T) {
 			t.Errorf("%d checks in the run, want the checks at weight 50 to go on until the deadline", s.Iterations)
 		}
 	})
+}
+
+// TestHangingTenantGatesDoNotSlowAnother: tenant a's eight Canaries each wait at four
+// confirm-rollout webhooks that never answer (32 calls, as many as the manager's webhook slots),
+// while tenant b's run, whose rollout webhook answers at once, checks every 2s interval, fails
+// from weight 20 and rolls back at its threshold as if a did not exist. a holds no more than its
+// namespace's share of the slots.
+func TestHangingTenantGatesDoNotSlowAnother(t *testing.T) {
+	testenv := env
+	if testenv == nil {
+		t.Skip("needs envtest")
+	}
+	hanging, hangingRequests := hangingHook(t)
+	answering := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	t.Cleanup(answering.Close)
+	tenantA, tenantB := env.Namespace(t), env.Namespace(t)
+	ctx := t.Context()
+	var aApps []string
+	for i := range 8 {
+		name := fmt.Sprintf("app-%d", i)
+		aApps = append(aApps, name)
+		createApp(t, tenantA, name)
+	}
+	createApp(t, tenantB, "app")
+	playDeploymentController(t, tenantA)
+	playDeploymentController(t, tenantB)
+	startManagerConfigured(t, managerConfig{analyzer: &scriptedAnalyzer{fail: func(w int32) bool { return w >= 20 }}, metricsAddr: "0",
+		notifyTimeout: 2 * time.Second, namespaces: []string{tenantA, tenantB}})
+	for _, name := range aApps {
+		c := fastCanary(tenantA)
+		c.Name, c.Spec.TargetRef.Name = name, name
+		for i := range 4 {
+			c.Spec.Analysis.Webhooks = append(c.Spec.Analysis.Webhooks, sluicev1.CanaryWebhook{Name: fmt.Sprintf("approve-%d", i),
+				Type: sluicev1.WebhookConfirmRollout, URL: hanging.URL, Timeout: "5m"})
+		}
+		if err := env.Client.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := fastCanary(tenantB)
+	b.Name, b.Spec.TargetRef.Name = "app", "app"
+	b.Spec.Analysis.Interval = "2s"
+	b.Spec.Analysis.Webhooks = []sluicev1.CanaryWebhook{{Name: "smoke", Type: sluicev1.WebhookRollout, URL: answering.URL}}
+	if err := env.Client.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	initialized := func(c *sluicev1.Canary) bool { return c.Status.Phase == sluicev1.CanaryPhaseInitialized }
+	for _, name := range aApps {
+		waitFor(t, tenantA, name, 60*time.Second, name+" Initialized", initialized)
+		bump(t, tenantA, name, "app:2")
+	}
+	waitFor(t, tenantB, "app", 60*time.Second, "tenant b's Canary Initialized", initialized)
+	deadline := time.Now().Add(30 * time.Second)
+	for hangingRequests.Load() < webhooks.DefaultMaxInFlightPerNamespace {
+		if time.Now().After(deadline) {
+			t.Fatalf("tenant a's hanging webhooks got %d calls, want its share of %d in flight", hangingRequests.Load(), webhooks.DefaultMaxInFlightPerNamespace)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	bump(t, tenantB, "app", "app:2")
+	var checks, observed []time.Time
+	var seen *metav1.Time
+	deadline = time.Now().Add(90 * time.Second)
+	for {
+		c := &sluicev1.Canary{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: tenantB, Name: "app"}, c); err != nil {
+			t.Fatal(err)
+		}
+		if lc := c.Status.LastCheck; lc != nil && (seen == nil || !lc.Time.Equal(seen)) {
+			seen = lc.Time.DeepCopy()
+			checks = append(checks, seen.Time)
+			observed = append(observed, time.Now())
+		}
+		if c.Status.Phase == sluicev1.CanaryPhaseFailed {
+			if c.Status.FailedChecks != 5 {
+				t.Errorf("tenant b rolled back with %d failed checks, want its threshold 5", c.Status.FailedChecks)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tenant b's run still %s at weight %d with %d failed checks after 90s next to tenant a's hanging gates",
+				c.Status.Phase, c.Status.CanaryWeight, c.Status.FailedChecks)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(checks) < 6 {
+		t.Fatalf("tenant b took %d checks, want a run through weight 10 and five failed checks", len(checks))
+	}
+	var gaps, seenGaps []string
+	for i := 1; i < len(checks); i++ {
+		// The recorded check times keep the 2s cadence when a tick comes late by less than an
+		// interval (plan.stepStamp); the times this test saw them bound the real delay. A check
+		// queued behind tenant a's calls would come a 5m timeout late.
+		gap, seenGap := checks[i].Sub(checks[i-1]), observed[i].Sub(observed[i-1])
+		gaps, seenGaps = append(gaps, gap.String()), append(seenGaps, seenGap.Round(time.Millisecond).String())
+		if gap > 3*time.Second || seenGap > 4*time.Second {
+			t.Errorf("tenant b's check %d came %s after the one before, seen %s later (interval 2s)", i+1, gap, seenGap)
+		}
+	}
+	t.Logf("tenant b's check gaps: %s (seen %s); tenant a's hanging webhooks got %d calls", strings.Join(gaps, " "),
+		strings.Join(seenGaps, " "), hangingRequests.Load())
+	if n := hangingRequests.Load(); n > webhooks.DefaultMaxInFlightPerNamespace {
+		t.Errorf("tenant a's hanging webhooks got %d calls, more than its namespace's share of %d slots", n, webhooks.DefaultMaxInFlightPerNamespace)
+	}
 }
