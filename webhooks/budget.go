@@ -29,15 +29,15 @@ func budget(timeout time.Duration, attempts int, pause time.Duration) time.Durat
 // attemptsOf is the number of attempts a hook with retries makes.
 func attemptsOf(retries int32) int { return 1 + max(0, int(retries)) }
 
-// queueBudget is how long a call may wait for a slot: one attempt's timeout (default 10s),
-// never more than its whole budget. An invalid timeout fails when the call starts.
-func (c *call) queueBudget(pause time.Duration) time.Duration {
+// queueBudget is how long a call may wait for a slot: one attempt's timeout (default 10s, at most
+// MaxTimeout). An invalid timeout counts as the default: the call fails with its error once it
+// starts.
+func (c *call) queueBudget() time.Duration {
 	timeout, err := hookTimeout(c.hook.Timeout)
 	if err != nil {
-		timeout = DefaultTimeout // the call fails with the timeout's error once it starts
+		timeout = DefaultTimeout
 	}
-	timeout = min(timeout, MaxTimeout)
-	return min(timeout, budget(timeout, attemptsOf(c.hook.Retries), pause))
+	return min(timeout, MaxTimeout)
 }
 
 // queuedTooLong is the final Result of a call that waited longer than its queue budget.

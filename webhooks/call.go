@@ -39,7 +39,7 @@ func (r *Runner) run(c *call) Result {
 	}
 	// Every attempt ends by c.deadline, the end of the call's budget (budget.go).
 	timeout, attempts := min(timeout, MaxTimeout), attemptsOf(c.hook.Retries)
-	res := queuedTooLong(c.queueBudget(r.retryDelay))
+	res := queuedTooLong(c.queueBudget())
 	for n := 1; n <= attempts; n++ {
 		left := time.Until(c.deadline)
 		if left <= 0 {

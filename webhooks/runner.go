@@ -179,7 +179,7 @@ func (r *Runner) Poll(key string, hook sluicev1.CanaryWebhook, p Payload) Result
 	}
 	c.lastPoll = r.now()
 	if c.started.IsZero() && !c.result.Done() {
-		if wait := c.queueBudget(r.retryDelay); c.queuedFor(c.lastPoll) > wait {
+		if wait := c.queueBudget(); c.queuedFor(c.lastPoll) > wait {
 			c.result = queuedTooLong(wait) // the queue drops it on its next look
 		}
 	}
@@ -317,7 +317,7 @@ func (r *Runner) nextLocked() (*call, []*call) {
 		if c.dropped || c.result.Done() {
 			return true
 		}
-		if wait := c.queueBudget(r.retryDelay); c.queuedFor(now) > wait {
+		if wait := c.queueBudget(); c.queuedFor(now) > wait {
 			c.result = queuedTooLong(wait)
 			return true
 		}

@@ -34,13 +34,14 @@ func holdsSlot(c *sluicev1.Canary) bool {
 	return runningPhases[c.Status.Phase] && !c.Spec.Suspend && !(rejoinPhase(c.Status.Phase) && c.Status.SlotReleased)
 }
 
-// inLine reports whether c waits in line for a slot: a new revision Waiting whose Ready condition
-// says the cap holds it, or a resumed run that gave its slot up; not suspended.
+// inLine reports whether c waits in line for a slot: its Ready condition says the cap holds it
+// (not a closed window, say, which would leave the slot it is given empty), and it is a new
+// revision Waiting or a resumed run that gave its slot up; not suspended.
 func inLine(c *sluicev1.Canary) bool {
-	if c.Spec.Suspend {
+	if c.Spec.Suspend || !heldByCap(c) {
 		return false
 	}
-	return c.Status.Phase == sluicev1.CanaryPhaseWaiting && heldByCap(c) || rejoining(c)
+	return c.Status.Phase == sluicev1.CanaryPhaseWaiting || rejoining(c)
 }
 
 // rejoinPhase reports whether a run in phase p gets back in line after a pause.

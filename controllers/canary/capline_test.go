@@ -74,10 +74,11 @@ func TestNextInLine(t *testing.T) {
 }
 
 // TestSlotsAndLine pins which runs hold a slot of the cap and which stand in line: a suspended
-// run holds none, a resumed one stands in line until the cap admits it again, a promotion counts
-// as soon as it is not suspended.
+// run holds none, a resumed one stands in line (once the cap is what holds it) until the cap
+// admits it again, a promotion counts as soon as it is not suspended.
 func TestSlotsAndLine(t *testing.T) {
 	capped := []metav1.Condition{{Type: sluicev1.ConditionReady, Status: metav1.ConditionUnknown, Reason: sluicev1.ReasonRolloutCapReached}}
+	outside := []metav1.Condition{{Type: sluicev1.ConditionReady, Status: metav1.ConditionUnknown, Reason: sluicev1.ReasonOutsideWindow}}
 	tests := []struct {
 		name           string
 		phase          sluicev1.CanaryPhase
@@ -89,8 +90,10 @@ func TestSlotsAndLine(t *testing.T) {
 		{name: "a run in flight", phase: sluicev1.CanaryPhaseProgressing, holds: true},
 		{name: "a run waiting at the promotion gate", phase: sluicev1.CanaryPhaseWaitingPromotion, holds: true},
 		{name: "a suspended run", phase: sluicev1.CanaryPhaseProgressing, suspend: true, released: true},
-		{name: "a resumed run not admitted again", phase: sluicev1.CanaryPhaseProgressing, released: true, waiting: true},
-		{name: "a resumed run at the promotion gate", phase: sluicev1.CanaryPhaseWaitingPromotion, released: true, waiting: true},
+		{name: "a resumed run not admitted again", phase: sluicev1.CanaryPhaseProgressing, released: true, conditions: capped, waiting: true},
+		{name: "a resumed run at the promotion gate", phase: sluicev1.CanaryPhaseWaitingPromotion, released: true, conditions: capped, waiting: true},
+		{name: "a resumed run before its first look", phase: sluicev1.CanaryPhaseProgressing, released: true},
+		{name: "a resumed run held by a closed window", phase: sluicev1.CanaryPhaseProgressing, released: true, conditions: outside},
 		{name: "a suspended promotion", phase: sluicev1.CanaryPhasePromoting, suspend: true},
 		{name: "a resumed promotion", phase: sluicev1.CanaryPhasePromoting, holds: true},
 		{name: "a new revision held by the cap", phase: sluicev1.CanaryPhaseWaiting, conditions: capped, waiting: true},
