@@ -151,12 +151,13 @@ func NewRunner(opts Options) *Runner {
 // Poll returns the state of the call named key and never blocks on the network.
 //
 // The first Poll of a key starts calling hook with p in the background (queued while no slot is
-// free for it: see fair.go) and returns Pending; later Polls return Pending until the call has
-// finished, within its budget (budget.go): a call still queued after one attempt's timeout fails
-// ("queued for 10s, no slot free"). Then every Poll returns the same final Result (Passed or Failed) until the key has
-// not been polled for Options.ResultTTL; results are not consumed, so a reconcile that fails after
-// reading one reads it again. To call the same hook again, poll it under a new key (the canary
-// controller's keys name the check round). hook and p are only read by the first Poll of a key. A hook
+// free for it: see fair.go) and returns Pending with Result.New set; later Polls return Pending
+// until the call has finished, within its budget (budget.go): a call still queued after one
+// attempt's timeout fails ("queued for 10s, no slot free"). Then every Poll returns the same final
+// Result (Passed or Failed) until the key has not been polled for Options.ResultTTL; results are
+// not consumed, so a reconcile that fails after reading one reads it again. To call the same hook
+// again, poll it under a new key (the canary controller's keys name the check round). hook and p
+// are only read by the first Poll of a key; p's namespace and name own the call (fair.go). A hook
 // without URL (a manual gate, which the controller approves itself) fails at once.
 //
 // After Close, Poll returns Pending with Message "runner closed" and starts nothing.

@@ -9,7 +9,7 @@ type State string
 
 // States of a call: Pending until it has finished, then Passed or Failed.
 const (
-	// Pending: the call is queued (MaxInFlight calls are running) or in flight.
+	// Pending: the call is queued (no slot is free for it: fair.go) or in flight.
 	Pending State = "Pending"
 	// Passed: the hook answered 2xx.
 	Passed State = "Passed"
