@@ -37,13 +37,18 @@ func (r *Runner) run(c *call) Result {
 	if err != nil {
 		return Result{State: Failed, Message: "encoding payload: " + err.Error()}
 	}
-	attempts := 1 + max(0, int(c.hook.Retries))
-	var res Result
+	// Every attempt ends by c.deadline, the end of the call's budget (budget.go).
+	timeout, attempts := min(timeout, MaxTimeout), attemptsOf(c.hook.Retries)
+	res := queuedTooLong(c.queueBudget())
 	for n := 1; n <= attempts; n++ {
+		left := time.Until(c.deadline)
+		if left <= 0 {
+			break
+		}
 		r.setAttempt(c, n)
-		res = r.attempt(c.ctx, c.hook.URL, body, timeout)
+		res = r.attempt(c.ctx, c.hook.URL, body, attemptTimeout(timeout, left))
 		res.Attempts = n
-		if res.State == Passed || n == attempts || !sleep(c.ctx, r.retryDelay) {
+		if res.State == Passed || n == attempts || time.Until(c.deadline) <= r.retryDelay || !sleep(c.ctx, r.retryDelay) {
 			break
 		}
 	}

@@ -9,5 +9,8 @@
 // again and the call runs again, which is why keys name the check, not the controller.
 //
 // A call is a POST of a JSON Payload; a 2xx answer passes. Each attempt is bounded by the hook's
-// timeout (default 10s); hook.Retries failed attempts are retried within the same call.
+// timeout (default 10s); hook.Retries failed attempts are retried within the same call. A call's
+// whole time, from its first Poll (time queued for a slot included) to its answer, is bounded by
+// its budget (budget.go), and the slots are shared fairly across namespaces and Canaries
+// (fair.go): no tenant's hooks, however slow, delay another tenant's calls.
 package webhooks

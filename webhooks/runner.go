@@ -3,7 +3,6 @@ package webhooks
 import (
 	"context"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 
@@ -16,13 +15,17 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultMaxInFlight = 32
-	DefaultRetryDelay  = time.Second
-	DefaultResultTTL   = 10 * time.Minute
+	DefaultMaxInFlight             = 32
+	DefaultMaxInFlightPerNamespace = 8
+	DefaultMaxInFlightPerCanary    = 4
+	DefaultRetryDelay              = time.Second
+	DefaultResultTTL               = 10 * time.Minute
 	// DefaultTimeout bounds one attempt of a hook without a timeout.
 	DefaultTimeout = 10 * time.Second
 	// maxQueuedEvents bounds the fire-and-forget calls queued or in flight; more are dropped.
 	maxQueuedEvents = 1024
+	// maxQueuedEventsPerNamespace bounds one namespace's share of them.
+	maxQueuedEventsPerNamespace = maxQueuedEvents / 8
 )
 
 // Options configure a Runner.
@@ -35,10 +38,17 @@ type Options struct {
 	// (CheckURL), and the default client enforces it on every connection. Nil: the default
 	// policy (egress.Options{}).
 	Egress *egress.Policy
-	// MaxInFlight bounds the calls running at once (default 32). Further calls queue in the
-	// order they were first polled and stay Pending. Fire-and-forget calls use at most half of
-	// the slots (at least one), so gates always have room.
+	// MaxInFlight bounds the calls running at once (default 32). Further calls queue and stay
+	// Pending; the slots are shared fairly across namespaces and Canaries (fair.go).
+	// Fire-and-forget calls use at most half of the slots (at least one), so gates always have
+	// room.
 	MaxInFlight int
+	// MaxInFlightPerNamespace bounds the calls of one namespace's Canaries running at once
+	// (default 8, at most MaxInFlight): a namespace whose hooks hang holds no more.
+	MaxInFlightPerNamespace int
+	// MaxInFlightPerCanary bounds the calls of one Canary running at once (default 4, at most
+	// MaxInFlightPerNamespace).
+	MaxInFlightPerCanary int
 	// RetryDelay is the pause before a retry (default 1s).
 	RetryDelay time.Duration
 	// ResultTTL: a key not polled for this long is dropped, its call cancelled if still running
@@ -59,7 +69,7 @@ type Runner struct {
 	client     *http.Client
 	egress     *egress.Policy
 	maxRunning int
-	maxEvents  int // running fire-and-forget calls
+	limits     limits
 	retryDelay time.Duration
 	ttl        time.Duration
 	onDone     func(string, Result)
@@ -70,14 +80,13 @@ type Runner struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // workers
 
-	mu            sync.Mutex
-	closed        bool
-	calls         map[string]*call // by key
-	queue         []*call          // not started yet, oldest first
-	running       int              // workers
-	runningEvents int              // fire-and-forget calls in flight
-	events        int              // fire-and-forget calls queued or in flight
-	sweep         *time.Timer      // armed while calls is not empty
+	mu      sync.Mutex
+	closed  bool
+	calls   map[string]*call // by key
+	queue   fairQueue        // calls not started yet, and the slots in use
+	running int              // workers
+	events  int              // fire-and-forget calls queued or in flight
+	sweep   *time.Timer      // armed while calls is not empty
 }
 
 // call is one webhook call, queued, in flight or finished.
@@ -89,7 +98,9 @@ type call struct {
 	cancel  context.CancelFunc
 
 	// Guarded by Runner.mu.
+	queuedAt time.Time // first Poll (Fire), on the runner's clock
 	started  time.Time // zero while queued
+	deadline time.Time // when its budget runs out, set when it starts
 	attempts int
 	result   Result // final once State is not Pending
 	lastPoll time.Time
@@ -115,7 +126,15 @@ func NewRunner(opts Options) *Runner {
 	if r.maxRunning <= 0 {
 		r.maxRunning = DefaultMaxInFlight
 	}
-	r.maxEvents = max(1, r.maxRunning/2)
+	r.limits = limits{global: r.maxRunning, perNamespace: opts.MaxInFlightPerNamespace, perCanary: opts.MaxInFlightPerCanary}
+	if r.limits.perNamespace <= 0 {
+		r.limits.perNamespace = DefaultMaxInFlightPerNamespace
+	}
+	r.limits.perNamespace = min(r.limits.perNamespace, r.maxRunning)
+	if r.limits.perCanary <= 0 {
+		r.limits.perCanary = DefaultMaxInFlightPerCanary
+	}
+	r.limits.perCanary = min(r.limits.perCanary, r.limits.perNamespace)
 	if r.retryDelay <= 0 {
 		r.retryDelay = DefaultRetryDelay
 	}
@@ -131,12 +150,14 @@ func NewRunner(opts Options) *Runner {
 
 // Poll returns the state of the call named key and never blocks on the network.
 //
-// The first Poll of a key starts calling hook with p in the background (queued while
-// MaxInFlight calls run) and returns Pending; later Polls return Pending until the call has
-// finished. Then every Poll returns the same final Result (Passed or Failed) until the key has
-// not been polled for Options.ResultTTL; results are not consumed, so a reconcile that fails after
-// reading one reads it again. To call the same hook again, poll it under a new key (the canary
-// controller's keys name the check round). hook and p are only read by the first Poll of a key. A hook
+// The first Poll of a key starts calling hook with p in the background (queued while no slot is
+// free for it: see fair.go) and returns Pending with Result.New set; later Polls return Pending
+// until the call has finished, within its budget (budget.go): a call still queued after one
+// attempt's timeout fails ("queued for 10s, no slot free"). Then every Poll returns the same final
+// Result (Passed or Failed) until the key has not been polled for Options.ResultTTL; results are
+// not consumed, so a reconcile that fails after reading one reads it again. To call the same hook
+// again, poll it under a new key (the canary controller's keys name the check round). hook and p
+// are only read by the first Poll of a key; p's namespace and name own the call (fair.go). A hook
 // without URL (a manual gate, which the controller approves itself) fails at once.
 //
 // After Close, Poll returns Pending with Message "runner closed" and starts nothing.
@@ -154,8 +175,15 @@ func (r *Runner) Poll(key string, hook sluicev1.CanaryWebhook, p Payload) Result
 		if r.sweep == nil {
 			r.sweep = time.AfterFunc(r.sweepPeriod(), r.expire)
 		}
+		c.lastPoll = r.now()
+		return Result{State: Pending, Message: "queued", New: true}
 	}
 	c.lastPoll = r.now()
+	if c.started.IsZero() && !c.result.Done() {
+		if wait := c.queueBudget(); c.queuedFor(c.lastPoll) > wait {
+			c.result = queuedTooLong(wait) // the queue drops it on its next look
+		}
+	}
 	switch {
 	case c.result.Done():
 		return c.result
@@ -166,8 +194,9 @@ func (r *Runner) Poll(key string, hook sluicev1.CanaryWebhook, p Payload) Result
 }
 
 // Fire calls hook with p in the background and forgets it: failures are logged, not returned.
-// It is meant for "event" hooks. Fire-and-forget calls share the MaxInFlight bound but use at
-// most half of it; beyond 1024 queued or running ones, further calls are dropped and logged.
+// It is meant for "event" hooks. Fire-and-forget calls share the bounds of MaxInFlight but use at
+// most half of each; beyond 1024 queued or running ones (128 queued of one namespace), or queued
+// for longer than their timeout, further calls are dropped and logged.
 func (r *Runner) Fire(hook sluicev1.CanaryWebhook, p Payload) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -177,6 +206,9 @@ func (r *Runner) Fire(hook sluicev1.CanaryWebhook, p Payload) {
 		return
 	case r.events >= maxQueuedEvents:
 		r.log.Info("Dropping event webhook call: too many queued", "webhook", hook.Name, "canary", p.Namespace+"/"+p.Name, "queued", r.events)
+		return
+	case r.queue.queuedEvents(p.Namespace) >= maxQueuedEventsPerNamespace:
+		r.log.Info("Dropping event webhook call: too many queued in its namespace", "webhook", hook.Name, "canary", p.Namespace+"/"+p.Name)
 		return
 	}
 	r.events++
@@ -195,10 +227,8 @@ func (r *Runner) Close() {
 	for _, c := range r.calls {
 		c.dropped = true
 	}
-	for _, c := range r.queue {
-		c.dropped = true
-	}
-	r.calls, r.queue = map[string]*call{}, nil
+	r.queue.drain(func(c *call) { c.dropped = true })
+	r.calls = map[string]*call{}
 	if r.sweep != nil {
 		r.sweep.Stop()
 		r.sweep = nil
@@ -220,7 +250,7 @@ func (r *Runner) Start(ctx context.Context) error {
 func (r *Runner) NeedLeaderElection() bool { return false }
 
 func (r *Runner) newCall(key string, hook sluicev1.CanaryWebhook, p Payload) *call {
-	c := &call{key: key, hook: hook, payload: payloadFor(hook, p)}
+	c := &call{key: key, hook: hook, payload: payloadFor(hook, p), queuedAt: r.now()}
 	c.ctx, c.cancel = context.WithCancel(r.ctx)
 	return c
 }
@@ -248,7 +278,7 @@ func payloadFor(hook sluicev1.CanaryWebhook, p Payload) Payload {
 
 // enqueueLocked queues c and starts a worker if fewer than maxRunning run.
 func (r *Runner) enqueueLocked(c *call) {
-	r.queue = append(r.queue, c)
+	r.queue.push(c)
 	if r.running < r.maxRunning {
 		r.running++
 		r.wg.Add(1)
@@ -261,50 +291,70 @@ func (r *Runner) work() {
 	defer r.wg.Done()
 	for {
 		r.mu.Lock()
-		c := r.nextLocked()
+		c, expired := r.nextLocked()
 		if c == nil {
 			r.running--
-			r.mu.Unlock()
-			return
-		}
-		c.started = time.Now()
-		if c.key == "" {
-			r.runningEvents++
+		} else {
+			c.started = time.Now()
+			c.deadline = c.started.Add(c.budget(r.retryDelay) - c.queuedFor(r.now()))
 		}
 		r.mu.Unlock()
-
+		r.reportExpired(expired)
+		if c == nil {
+			return
+		}
 		res := r.run(c)
 		r.finish(c, res)
 	}
 }
 
-// nextLocked removes and returns the oldest queued call that may start: any keyed call, or a
-// fire-and-forget call while fewer than maxEvents run. Dropped calls are discarded on the way.
-func (r *Runner) nextLocked() *call {
-	for i := 0; i < len(r.queue); {
-		c := r.queue[i]
+// nextLocked removes and returns the call to start next (fair.go), or nil when none may start.
+// Calls dropped or failed while queued are discarded on the way; it returns the keyed ones that
+// failed there (queued longer than their queue budget), to report once r.mu is released.
+func (r *Runner) nextLocked() (*call, []*call) {
+	var expired []*call
+	now := r.now()
+	skip := func(c *call) bool {
+		if c.dropped || c.result.Done() {
+			return true
+		}
+		if wait := c.queueBudget(); c.queuedFor(now) > wait {
+			c.result = queuedTooLong(wait)
+			return true
+		}
+		return false
+	}
+	discard := func(c *call) {
+		c.cancel()
 		switch {
-		case c.dropped:
-			r.queue = slices.Delete(r.queue, i, i+1)
-			if c.key == "" {
-				r.events--
+		case c.key == "":
+			r.events--
+			if !c.dropped {
+				r.log.Info("Dropping event webhook call: "+c.result.Message, "webhook", c.hook.Name, "canary", c.payload.Namespace+"/"+c.payload.Name)
 			}
-		case c.key == "" && r.runningEvents >= r.maxEvents:
-			i++
-		default:
-			r.queue = slices.Delete(r.queue, i, i+1)
-			return c
+		case !c.dropped:
+			expired = append(expired, c)
 		}
 	}
-	return nil
+	return r.queue.pop(r.limits, skip, discard), expired
+}
+
+// reportExpired hands the calls that failed while queued to OnDone.
+func (r *Runner) reportExpired(expired []*call) {
+	if r.onDone == nil {
+		return
+	}
+	for _, c := range expired {
+		r.onDone(c.key, c.result)
+	}
 }
 
 // finish records res for c, unless c was dropped meanwhile, and reports it.
 func (r *Runner) finish(c *call, res Result) {
 	c.cancel()
 	r.mu.Lock()
+	r.queue.done(c)
 	if c.key == "" {
-		r.runningEvents--
 		r.events--
 	}
 	dropped := c.dropped

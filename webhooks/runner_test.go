@@ -143,8 +143,11 @@ func TestSlowHookPassesWithinTimeout(t *testing.T) {
 
 	started := time.Now()
 	first := r.Poll("slow", hook("slow", srv.URL, "10s"), payload)
-	if first.State != Pending || time.Since(started) > pollBound {
-		t.Fatalf("first Poll = %+v after %s; want Pending at once", first, time.Since(started))
+	if first.State != Pending || !first.New || time.Since(started) > pollBound {
+		t.Fatalf("first Poll = %+v after %s; want Pending and New at once", first, time.Since(started))
+	}
+	if again := r.Poll("slow", hook("slow", srv.URL, "10s"), payload); again.New {
+		t.Fatalf("second Poll = %+v; want New only for the Poll that started the call", again)
 	}
 	res, slowest := pollUntilDone(t, r, "slow", hook("slow", srv.URL, "10s"), 8*time.Second)
 	if res.State != Passed || res.StatusCode != http.StatusOK || res.Message != "HTTP 200 OK" || res.Attempts != 1 {

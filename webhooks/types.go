@@ -9,7 +9,7 @@ type State string
 
 // States of a call: Pending until it has finished, then Passed or Failed.
 const (
-	// Pending: the call is queued (MaxInFlight calls are running) or in flight.
+	// Pending: the call is queued (no slot is free for it: fair.go) or in flight.
 	Pending State = "Pending"
 	// Passed: the hook answered 2xx.
 	Passed State = "Passed"
@@ -32,6 +32,9 @@ type Result struct {
 	Attempts int
 	// StatusCode of the last answer; 0 when there was none (timeout, connection error).
 	StatusCode int
+	// New is true for the Poll that started the call (its first): the caller may give a call
+	// that was just made a moment to answer before deciding without it.
+	New bool
 }
 
 // Done reports whether the call has finished (Passed or Failed).

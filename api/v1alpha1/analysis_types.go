@@ -274,6 +274,7 @@ const (
 //
 // +kubebuilder:validation:XValidation:rule="has(self.url) != (has(self.manual) && self.manual)",message="webhook: set url, or manual: true, not both"
 // +kubebuilder:validation:XValidation:rule="!(has(self.manual) && self.manual) || self.type in ['confirm-rollout', 'confirm-traffic-increase', 'confirm-promotion']",message="webhook: manual is only for confirm-rollout, confirm-traffic-increase and confirm-promotion"
+// +kubebuilder:validation:XValidation:rule="!has(self.timeout) || !self.timeout.matches('^([0-9]+(\\\\.[0-9]+)?(ms|s|m|h))+$') || duration(self.timeout).getMilliseconds() * (1 + (has(self.retries) ? self.retries : 0)) <= 600000",message="webhook: timeout * (1 + retries) must be at most 10m, so that a call with its retries ends within 10 minutes"
 type CanaryWebhook struct {
 	// Name of the webhook, unique within the Canary.
 	// +kubebuilder:validation:MinLength=1
@@ -289,11 +290,18 @@ type CanaryWebhook struct {
 	// Manual makes the gate wait for the sluice.dev/promote annotation instead of calling a URL.
 	// +optional
 	Manual bool `json:"manual,omitempty"`
-	// Timeout of one call, a duration. Default 10s.
+	// Timeout of one attempt, a duration of at most 5m. Default 10s (as Flagger's). A call's whole
+	// time, from the check or gate that asks to its answer, is bounded by its budget: timeout
+	// times (1 + retries) plus a 1s pause between attempts, at most 10m; the time it waits for a free
+	// slot counts, and a call that finds none within one timeout fails ("queued for 10s, no slot
+	// free").
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+(\\\\.[0-9]+)?(ms|s|m|h))+$') || duration(self) <= duration('5m')",message="webhook timeout must be at most 5m"
 	// +optional
 	Timeout string `json:"timeout,omitempty"`
-	// Retries of a failed call within one check.
+	// Retries of a failed call within one check, at most 10; timeout times (1 + retries) must be
+	// at most 10m.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10
 	// +optional

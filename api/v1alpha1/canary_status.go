@@ -104,6 +104,12 @@ type CanaryStatus struct {
 	// +optional
 	PreRolloutPassed bool `json:"preRolloutPassed,omitempty"`
 
+	// SlotReleased is true while a run paused with spec.suspend has given its slot up under the
+	// cap on runs in flight (--max-progressing): once resumed, the run waits in line, its advance
+	// held and its checks going on, until the cap gives it a slot again.
+	// +optional
+	SlotReleased bool `json:"slotReleased,omitempty"`
+
 	// Analysis holds the last verdict of every metric, so `kubectl describe` explains a rollback.
 	// +optional
 	// +listType=map
@@ -187,7 +193,8 @@ type CheckStatus struct {
 	Message string `json:"message,omitempty"`
 }
 
-// WebhookStatus is the last answer of one gate webhook in the current revision.
+// WebhookStatus is the last answer of one gate webhook in the current revision, or its call still
+// waiting for an answer (pending).
 type WebhookStatus struct {
 	// Name of the webhook.
 	Name string `json:"name"`
@@ -198,7 +205,16 @@ type WebhookStatus struct {
 	Round string `json:"round"`
 	// Passed is the answer.
 	Passed bool `json:"passed"`
-	// Message explains a refusal.
+	// Pending is true while the call of Round has not answered: the run goes on meanwhile (checks
+	// every interval, the failed-check threshold, the progress deadline) and only the step this
+	// webhook gates waits. A webhook has one call at a time: a later round that needs it waits
+	// for this call's answer instead of calling again, also after a restart of the controller.
+	// +optional
+	Pending bool `json:"pending,omitempty"`
+	// AskedAt is when the call of Round was first recorded as pending.
+	// +optional
+	AskedAt *metav1.Time `json:"askedAt,omitempty"`
+	// Message explains a refusal, or where a pending call stands (queued, in flight).
 	// +optional
 	Message string `json:"message,omitempty"`
 	// AnsweredAt is when the answer was recorded.

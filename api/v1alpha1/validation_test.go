@@ -53,7 +53,10 @@ func TestValidCanariesAccepted(t *testing.T) {
 				Name: "error-budget", TemplateRef: &sluicev1.CrossNamespaceObjectReference{Name: "errors"},
 				ThresholdRange: &sluicev1.ThresholdRange{Min: ptr.To(0.0), Max: ptr.To(1.0)}, OnNoData: sluicev1.NoDataSkip,
 			})
-			c.Spec.Analysis.Webhooks = []sluicev1.CanaryWebhook{{Name: "load", Type: sluicev1.WebhookPreRollout, URL: "http://loadtester/", Timeout: "15s"}}
+			c.Spec.Analysis.Webhooks = []sluicev1.CanaryWebhook{{Name: "load", Type: sluicev1.WebhookPreRollout, URL: "http://loadtester/", Timeout: "15s"},
+				// The longest calls admitted: 5m with one retry, and 50s with ten.
+				{Name: "helm-test", Type: sluicev1.WebhookPreRollout, URL: "http://loadtester/", Timeout: "5m", Retries: 1},
+				{Name: "smoke", Type: sluicev1.WebhookRollout, URL: "http://loadtester/", Timeout: "50s", Retries: 10}}
 			c.Spec.Analysis.Alerts = []sluicev1.CanaryAlert{{Name: "slack", Severity: sluicev1.SeverityWarn,
 				ProviderRef: sluicev1.CrossNamespaceObjectReference{Name: "on-call"}}}
 		},
@@ -124,6 +127,16 @@ func TestInvalidSpecsRejectedNamingTheField(t *testing.T) {
 		{"unknown webhook type", func(c *sluicev1.Canary) {
 			c.Spec.Analysis.Webhooks = []sluicev1.CanaryWebhook{{Name: "x", Type: "pre-flight", URL: "http://x/"}}
 		}, "spec.analysis.webhooks[0].type"},
+		// A webhook call's time is bounded: one attempt at most 5m, all attempts at most 10m.
+		{"webhook timeout above 5m", func(c *sluicev1.Canary) {
+			c.Spec.Analysis.Webhooks = []sluicev1.CanaryWebhook{{Name: "x", URL: "http://x/", Timeout: "5m1s"}}
+		}, "spec.analysis.webhooks[0].timeout: Invalid value: \"5m1s\": webhook timeout must be at most 5m"},
+		{"webhook timeout of a thousand hours", func(c *sluicev1.Canary) {
+			c.Spec.Analysis.Webhooks = []sluicev1.CanaryWebhook{{Name: "x", URL: "http://x/", Timeout: "1000h"}}
+		}, "webhook timeout must be at most 5m"},
+		{"webhook attempts beyond 10m", func(c *sluicev1.Canary) {
+			c.Spec.Analysis.Webhooks = []sluicev1.CanaryWebhook{{Name: "x", URL: "http://x/", Timeout: "1m", Retries: 10}}
+		}, "spec.analysis.webhooks[0]: Invalid value: webhook: timeout * (1 + retries) must be at most 10m"},
 		{"unknown alert severity", func(c *sluicev1.Canary) {
 			c.Spec.Analysis.Alerts = []sluicev1.CanaryAlert{{Name: "x", Severity: "critical", ProviderRef: sluicev1.CrossNamespaceObjectReference{Name: "p"}}}
 		}, "spec.analysis.alerts[0].severity"},

@@ -150,6 +150,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		tick.Rebase()
 		return reconcilekit.StaleResult(), err
 	}
+	if canary.Spec.Suspend {
+		r.releaseSlot(canary) // a paused run does not keep a slot of the cap (capline.go)
+	}
 	if plan.PausedWithTraffic(canary.Spec, canary.Status) {
 		// Traffic is on the canary: the pause holds only the advance (observe turns it into a
 		// deliberate hold); the checks go on.

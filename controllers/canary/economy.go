@@ -35,8 +35,9 @@ import (
 //     cache indexes, so a tick's work does not grow with the number of Canaries;
 //   - idle Canaries are not requeued (requeue.go).
 
-// indexRunning indexes Canaries with a run in flight under "true", and those whose run waits
-// for the cap on runs in flight (--max-progressing) under indexRunningCapped.
+// indexRunning indexes Canaries whose run holds a slot of the cap on runs in flight
+// (--max-progressing) under "true", and those in line for one under indexRunningCapped
+// (capline.go).
 const (
 	indexRunning       = "status.running"
 	indexRunningCapped = "capped"
@@ -45,9 +46,9 @@ const (
 func indexRunningValue(o client.Object) []string {
 	c := o.(*sluicev1.Canary)
 	switch {
-	case runningPhases[c.Status.Phase]:
+	case holdsSlot(c):
 		return []string{"true"}
-	case c.Status.Phase == sluicev1.CanaryPhaseWaiting && heldByCap(c):
+	case inLine(c):
 		return []string{indexRunningCapped}
 	}
 	return nil

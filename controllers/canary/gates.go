@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
 	"sluice.dev/sluice/controllers/canary/plan"
 	"sluice.dev/sluice/controllers/internal/planevent"
@@ -21,32 +23,22 @@ type GateRunner interface {
 	Fire(hook sluicev1.CanaryWebhook, p webhooks.Payload)
 }
 
-// gatePoll is how soon to look again while a gate's call is in flight.
-const gatePoll = time.Second
-
-// gatePollFor is gatePoll for a Canary of spec, shorter than its interval: the requeue policy
-// (nextLook) keeps a retry of an idle-phase Canary only when it is shorter than an interval, and
-// nothing else wakes a Canary whose gate answer arrives (a confirm-rollout gate of a new revision).
-func gatePollFor(spec sluicev1.CanarySpec) time.Duration {
-	return min(gatePoll, plan.Interval(spec)/2)
-}
-
-// resolveGates polls the webhooks of every due gate type. A webhook whose answer for this round
-// status.webhooks already records is not called again (a restarted controller reads it there);
-// new final answers are returned to be recorded. It returns the resolved results, or
-// pending=true when any call is still running: the tick then decides nothing and looks again
-// shortly, so a slow hook never holds a worker.
-func (r *Reconciler) resolveGates(canary *sluicev1.Canary, o plan.Observed) (map[sluicev1.WebhookType]plan.GateResult, []sluicev1.WebhookStatus, bool) {
+// resolveGates polls the webhooks of every due gate type, never waiting for a call. A webhook
+// whose answer for its round status.webhooks already records is not called again (a restarted
+// controller reads it there); a webhook with a call still pending from an earlier round polls that
+// call (gateRound). It returns each type's result — Pending while a call has not answered and none
+// refused — and the answers and pending calls to record (plan.Decide records a pending call only
+// when its round may move; see plan's gates.go). fresh reports a call this very tick made: the
+// caller gives it one short poll to answer before deciding without it, so that a hook answering
+// at once takes its step in one tick (one status write), as it always did.
+func (r *Reconciler) resolveGates(canary *sluicev1.Canary, o plan.Observed) (gates map[sluicev1.WebhookType]plan.GateResult, answers []sluicev1.WebhookStatus, fresh bool) {
 	due := plan.GatesDue(o)
 	if len(due) == 0 {
 		return nil, nil, false
 	}
 	out := map[sluicev1.WebhookType]plan.GateResult{}
-	var answers []sluicev1.WebhookStatus
-	pending := false
 	for _, t := range due {
-		res := plan.GateResult{Passed: true}
-		var failures []string
+		var failures, pending []string
 		muted := true // every failing webhook mutes its alert
 		fail := func(h sluicev1.CanaryWebhook, msg string) {
 			failures = append(failures, h.Name+": "+msg)
@@ -60,7 +52,7 @@ func (r *Reconciler) resolveGates(canary *sluicev1.Canary, o plan.Observed) (map
 				fail(h, fmt.Sprintf("waiting for approval (kubectl sluice promote, annotation %s)", sluicev1.AnnotationPromote))
 				continue
 			}
-			round := gateKey(canary, o, h)
+			round := gateRound(canary, o, h)
 			if a, ok := recordedAnswer(o.Status, h.Name, round); ok {
 				if !a.Passed {
 					fail(h, a.Message)
@@ -72,32 +64,66 @@ func (r *Reconciler) resolveGates(canary *sluicev1.Canary, o plan.Observed) (map
 				continue
 			}
 			call := r.Gates.Poll(round, h, payload(canary, o.Revision, t))
+			answer := sluicev1.WebhookStatus{Name: h.Name, Type: t, Round: round, Message: call.Message,
+				AskedAt: askedAt(o.Status, h.Name, round, o.Now)}
 			switch call.State {
 			case webhooks.Pending:
-				pending = true
-				continue
+				pending = append(pending, fmt.Sprintf("%s: no answer yet (%s)", h.Name, call.Message))
+				answer.Pending = true
+				fresh = fresh || call.New
 			case webhooks.Failed:
 				fail(h, call.Message)
+			case webhooks.Passed:
+				answer.Passed = true
 			}
-			answers = append(answers, sluicev1.WebhookStatus{Name: h.Name, Type: t, Round: round,
-				Passed: call.State == webhooks.Passed, Message: call.Message, AnsweredAt: stampNow(o.Now)})
+			if !answer.Pending {
+				answer.AnsweredAt = stampNow(o.Now)
+			}
+			answers = append(answers, answer)
 		}
-		if len(failures) > 0 {
-			res = plan.GateResult{Message: strings.Join(failures, "; "), Muted: muted}
+		switch {
+		case len(failures) > 0:
+			out[t] = plan.GateResult{Message: strings.Join(failures, "; "), Muted: muted}
+		case len(pending) > 0:
+			out[t] = plan.GateResult{Pending: true, Message: strings.Join(pending, "; ")}
+		default:
+			out[t] = plan.GateResult{Passed: true}
 		}
-		out[t] = res
 	}
-	return out, answers, pending
+	return out, answers, fresh
 }
 
-// recordedAnswer returns the answer status records for webhook name in round.
+// recordedAnswer returns the answer status records for webhook name in round (not a pending call).
 func recordedAnswer(s sluicev1.CanaryStatus, name, round string) (sluicev1.WebhookStatus, bool) {
 	for _, a := range s.Webhooks {
-		if a.Name == name && a.Round == round {
+		if a.Name == name && a.Round == round && !a.Pending {
 			return a, true
 		}
 	}
 	return sluicev1.WebhookStatus{}, false
+}
+
+// gateRound is the key of the call webhook h answers this tick with: the call status records as
+// still pending for h in this revision, if any (a webhook has one call at a time, and a round that
+// began while it ran waits for its answer), else this round's (gateKey).
+func gateRound(c *sluicev1.Canary, o plan.Observed, h sluicev1.CanaryWebhook) string {
+	prefix := fmt.Sprintf("%s/%s/%s/%s/", c.UID, o.Revision, webhookType(h), h.Name)
+	for _, a := range o.Status.Webhooks {
+		if a.Name == h.Name && a.Pending && strings.HasPrefix(a.Round, prefix) {
+			return a.Round
+		}
+	}
+	return gateKey(c, o, h)
+}
+
+// askedAt is when the call of round was first recorded pending for webhook name, else now.
+func askedAt(s sluicev1.CanaryStatus, name, round string, now time.Time) *metav1.Time {
+	for _, a := range s.Webhooks {
+		if a.Name == name && a.Round == round && a.AskedAt != nil {
+			return a.AskedAt.DeepCopy()
+		}
+	}
+	return stampNow(now)
 }
 
 // gateKey names one call of a hook: the Canary, the revision, the hook and the check round (checks

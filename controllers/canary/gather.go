@@ -14,7 +14,7 @@ import (
 )
 
 // gather resolves the gates and runs the analysis the planner asks for. It reports done when the
-// tick must end here (a stale cache, a webhook call still running).
+// tick must end here (a stale cache, a webhook call made this very tick).
 func (r *Reconciler) gather(ctx context.Context, tick *reconcilekit.Tick, canary *sluicev1.Canary, obs *observation) (ctrl.Result, bool, error) {
 	o := &obs.o
 	gatesDue := plan.GatesDue(*o)
@@ -28,10 +28,13 @@ func (r *Reconciler) gather(ctx context.Context, tick *reconcilekit.Tick, canary
 		}
 	}
 	if len(gatesDue) > 0 {
-		gates, answers, pending := r.resolveGates(canary, *o)
-		if pending {
-			return ctrl.Result{RequeueAfter: gatePollFor(canary.Spec)}, true, nil
+		gates, answers, fresh := r.resolveGates(canary, *o)
+		if fresh {
+			// A call made this tick gets one short poll to answer (most do) before the run
+			// goes on without it.
+			return ctrl.Result{RequeueAfter: plan.GatePoll(canary.Spec)}, true, nil
 		}
+		// A call still pending holds only what its gate gates (plan's gates.go): the tick goes on.
 		o.Gates, o.Answers = gates, answers
 	}
 	if analysisDue && !obs.analysisBroken {

@@ -171,9 +171,12 @@ func (r *Reconciler) observe(ctx context.Context, tick *reconcilekit.Tick, canar
 	if fresh, ok := r.FreshRouters[providerOf(canary)]; ok && routeDiffers(o) {
 		readRoute(ctx, fresh, canary, &o) // drift, or the cache behind our own write: ask the apiserver
 	}
-	hold, windowStall, err := r.hold(ctx, canary, o)
+	hold, windowStall, rejoined, err := r.hold(ctx, canary, o)
 	if err != nil {
 		return nil, err
+	}
+	if rejoined {
+		o.Status.SlotReleased = false // resumed after a pause, the run has its slot again (capline.go)
 	}
 	if stall == nil {
 		stall = windowStall

@@ -50,7 +50,8 @@ func setPhaseConditions(c *sluicev1.Canary, hold *plan.Hold, unready string, eve
 					sluicev1.ReasonMetricsUnavailable
 			}
 		}
-		if hold != nil && (s.Phase == sluicev1.CanaryPhaseProgressing || hold.Deliberate && s.Phase == sluicev1.CanaryPhaseWaitingPromotion) {
+		inLine := hold != nil && hold.Reason == sluicev1.ReasonRolloutCapReached // a resumed run, back in line for a slot
+		if hold != nil && (s.Phase == sluicev1.CanaryPhaseProgressing || (hold.Deliberate || inLine) && s.Phase == sluicev1.CanaryPhaseWaitingPromotion) {
 			msg, reason = msg+"; held: "+hold.Message, hold.Reason
 		}
 		if refused := refusedGates(c); refused != "" {
@@ -80,22 +81,29 @@ func setPhaseConditions(c *sluicev1.Canary, hold *plan.Hold, unready string, eve
 	}
 }
 
-// refusedGates names the confirm gates of the run's current step whose last answer refused it
-// ("" when none): the step waits there until they pass.
+// refusedGates names the confirm gates of the run's current step whose last answer refused it, or
+// whose call has not answered yet ("" when none): the step waits there until they pass.
 func refusedGates(c *sluicev1.Canary) string {
-	var t sluicev1.WebhookType
+	gates := map[sluicev1.WebhookType]bool{sluicev1.WebhookConfirmPromotion: true}
 	switch c.Status.Phase {
 	case sluicev1.CanaryPhaseProgressing:
-		t = sluicev1.WebhookConfirmTrafficIncrease
+		// A refused confirm-promotion gate moves the run to WaitingPromotion; one that has not
+		// answered yet leaves it Progressing.
+		gates[sluicev1.WebhookConfirmTrafficIncrease] = true
 	case sluicev1.CanaryPhaseWaitingPromotion:
-		t = sluicev1.WebhookConfirmPromotion
 	default:
 		return ""
 	}
 	var refused []string
 	for _, a := range c.Status.Webhooks {
-		if a.Type == t && !a.Passed && strings.Contains(a.Round, "/"+c.Status.LastAppliedSpec+"/") {
-			refused = append(refused, fmt.Sprintf("%s gate: %s (refused: %s)", t, a.Name, a.Message))
+		if !gates[a.Type] || a.Passed || !strings.Contains(a.Round, "/"+c.Status.LastAppliedSpec+"/") {
+			continue
+		}
+		switch {
+		case a.Pending:
+			refused = append(refused, fmt.Sprintf("%s gate: %s (no answer yet)", a.Type, a.Name))
+		case a.Type == sluicev1.WebhookConfirmTrafficIncrease || c.Status.Phase == sluicev1.CanaryPhaseWaitingPromotion:
+			refused = append(refused, fmt.Sprintf("%s gate: %s (refused: %s)", a.Type, a.Name, a.Message))
 		}
 	}
 	return strings.Join(refused, ", ")

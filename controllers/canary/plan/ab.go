@@ -124,10 +124,9 @@ func iterationsDone(o Observed, d *Decision, s *sluicev1.CanaryStatus, label str
 		}
 	}
 	if g, held := gate(o, sluicev1.WebhookConfirmPromotion); held {
-		if o.Status.Phase != sluicev1.CanaryPhaseWaitingPromotion {
-			d.gateWarning(EventWaitingAtGate, "Waiting at the confirm-promotion gate: "+g.Message, g)
+		if !g.Pending { // no answer yet: the promotion waits, the check counted
+			announceGateWait(o, d, sluicev1.WebhookConfirmPromotion, g)
 		}
-		d.setPhase(sluicev1.CanaryPhaseWaitingPromotion, o.Now)
 		return false
 	}
 	return true

@@ -62,6 +62,8 @@ func Decide(o Observed) Decision {
 	syncExtras(o, &d)
 	scaleDownLast(&d)
 	lookWhenDue(o, &d)
+	pollWhilePending(o, &d)
+	recordPendingCalls(o, &d)
 	return d
 }
 
@@ -188,6 +190,10 @@ func newRun(o Observed, d *Decision) {
 		return
 	}
 	if g, held := gate(o, sluicev1.WebhookConfirmRollout); held {
+		if g.Pending { // no answer yet: the run does not start, and nothing else changes
+			scaleDownUnstarted(o, d)
+			return
+		}
 		if d.Status.Phase != sluicev1.CanaryPhaseWaiting {
 			d.gateWarning(EventWaitingAtGate, fmt.Sprintf("New revision %s waits at the confirm-rollout gate: %s", o.Revision, g.Message), g)
 		}
@@ -224,6 +230,7 @@ func startRun(o Observed, d *Decision) {
 	s.ConsecutiveErrors = 0
 	s.Iterations = 0
 	s.PreRolloutPassed = false
+	s.SlotReleased = false // a run starts holding its slot of the cap (--max-progressing)
 	s.Analysis = nil
 	s.LastCheck = nil
 	s.Webhooks = nil
@@ -261,20 +268,4 @@ func holdRequeue(o Observed) time.Duration {
 		}
 	}
 	return Interval(o.Spec)
-}
-
-// recordAnswers keeps this tick's gate webhook answers in status.webhooks (one per webhook, the
-// latest round), so a restarted controller reads them instead of calling again.
-func recordAnswers(o Observed, d *Decision) {
-	for _, a := range o.Answers {
-		replaced := false
-		for i := range d.Status.Webhooks {
-			if d.Status.Webhooks[i].Name == a.Name {
-				d.Status.Webhooks[i], replaced = a, true
-			}
-		}
-		if !replaced {
-			d.Status.Webhooks = append(d.Status.Webhooks, a)
-		}
-	}
 }

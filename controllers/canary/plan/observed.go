@@ -41,8 +41,8 @@ type Observed struct {
 	// Requests are the Canary's request annotations (sluicev1.AnnotationPromote, …) and their
 	// values; a value differing from Status.LastHandledRequests is a new request.
 	Requests map[string]string
-	// Gates holds the resolved outcome of every gate GatesDue asked for this tick (the
-	// controller waits, without deciding, while a call is still pending).
+	// Gates holds the outcome of every gate GatesDue asked for this tick; a gate whose call has not
+	// answered yet is Pending (gates.go).
 	Gates map[sluicev1.WebhookType]GateResult
 	// Hold, when set, keeps a new run from starting and a running one from advancing a step
 	// (progression window closed, cap on simultaneous rollouts reached). Checks keep running
@@ -63,8 +63,9 @@ type Observed struct {
 	PrimaryWaitingOn string
 	// MetricsWait, when set, keeps an initializing Canary waiting for its metrics server.
 	MetricsWait *Hold
-	// Answers are the gate webhook answers the controller received this tick; Decide records them
-	// in status.webhooks so a restarted controller never asks the same round again.
+	// Answers are the gate webhook answers the controller received this tick, and the calls still
+	// pending (WebhookStatus.Pending); Decide records them in status.webhooks so a restarted
+	// controller never asks the same round again.
 	Answers []sluicev1.WebhookStatus
 	// PrimaryEndpoints are the primary Service's endpoints as its EndpointSlices list them, read
 	// around the cache only for a tick whose decision sends all traffic back to the primary
@@ -212,12 +213,16 @@ func pausedByOperator(o Observed) bool {
 	return o.Hold != nil && o.Hold.Deliberate && o.Stall == nil
 }
 
-// GateResult is the outcome of all webhooks of one gate type: Passed only when every one passed.
+// GateResult is the outcome of all webhooks of one gate type: Passed only when every one passed,
+// Pending while none refused and a call has not answered yet (gates.go: a pending gate holds only
+// what it gates).
 type GateResult struct {
-	Passed bool
+	Passed  bool
+	Pending bool
 	// Muted: every webhook that did not pass has webhooks[].muteAlert, so waiting at the gate (or
 	// a failed pre-rollout check) sends no alert, as in Flagger; the event is still recorded.
 	Muted bool
-	// Message names the webhooks that did not pass and why (status code, timeout, no approval).
+	// Message names the webhooks that did not pass and why (status code, timeout, no approval,
+	// no answer yet).
 	Message string
 }

@@ -11,9 +11,11 @@ import (
 )
 
 // progress runs the analysis steps. While traffic is on the canary a check runs every interval,
-// whatever holds the advance (a gate, a closed window, a stall, an unready canary): failed checks,
-// the consecutive-error limit and the progress deadline always apply. A step advances (a weight,
-// or for an A/B run see advanceAB) only on a passing check and when nothing holds it.
+// whatever holds the advance (a gate, refusing or with its call pending, a closed window, a stall,
+// an unready canary): failed checks, the consecutive-error limit and the progress deadline always
+// apply. A step advances (a weight, or for an A/B run see advanceAB) only on a passing check and
+// when nothing holds it; a step held by a gate whose call was pending is taken between checks
+// when the call passes (gatedAdvance).
 func progress(o Observed, d *Decision) {
 	if o.Revision != o.Status.LastAppliedSpec && o.Revision == o.Status.LastPromotedSpec {
 		cancelRun(o, d)
@@ -44,6 +46,9 @@ func progress(o Observed, d *Decision) {
 	on := trafficOn(o.Spec, o.Status)
 	if wait, due := checkDue(o); !due {
 		d.RequeueAfter = wait
+		if on {
+			gatedAdvance(o, d)
+		}
 		return
 	}
 	if on && !checkPassed(o, d) {
@@ -55,6 +60,13 @@ func progress(o Observed, d *Decision) {
 	if !on && !preRolloutPassed(o, d) {
 		return
 	}
+	advance(o, d)
+}
+
+// advance takes the run's next step after a passing check (or, before any traffic, once the step
+// is due): the next weight, the next A/B or blue/green iteration, or the promotion, through the
+// gates that confirm it.
+func advance(o Observed, d *Decision) {
 	switch {
 	case IsAB(o.Spec):
 		advanceAB(o, d)
@@ -63,27 +75,91 @@ func progress(o Observed, d *Decision) {
 		advanceBlueGreen(o, d)
 		return
 	}
+	next, ok := NextWeight(Steps(o.Spec.Analysis), o.Status.CanaryWeight)
+	if gatePending(o, advanceGateOf(o)) {
+		return // no answer yet: the step waits (with traffic on, the check that allowed it counted)
+	}
 	s := &d.Status
 	s.LastProgressTime = stamp(o.Now)
 	s.LastStepTime = stepStamp(o)
-	next, ok := NextWeight(Steps(o.Spec.Analysis), o.Status.CanaryWeight)
 	if !ok {
 		if g, held := gate(o, sluicev1.WebhookConfirmPromotion); held {
-			if o.Status.Phase != sluicev1.CanaryPhaseWaitingPromotion {
-				d.gateWarning(EventWaitingAtGate, "Waiting at the confirm-promotion gate: "+g.Message, g)
-			}
-			d.setPhase(sluicev1.CanaryPhaseWaitingPromotion, o.Now)
+			announceGateWait(o, d, sluicev1.WebhookConfirmPromotion, g)
 			return
 		}
 		startPromotion(o, d)
 		return
 	}
 	if g, held := gate(o, sluicev1.WebhookConfirmTrafficIncrease); held {
-		d.gateWarning(EventWaitingAtGate, fmt.Sprintf("Weight %d waits at the confirm-traffic-increase gate: %s", next, g.Message), g)
+		announceGateWait(o, d, sluicev1.WebhookConfirmTrafficIncrease, g)
 		return
 	}
 	d.setWeight(next)
 	d.normal(EventAdvanced, fmt.Sprintf("Advance canary weight to %d", next))
+}
+
+// advanceGateOf is the gate that confirms the run's next step: confirm-promotion once the weights
+// or iterations are done (an A/B or blue/green run confirms only that), confirm-traffic-increase
+// before another weight.
+func advanceGateOf(o Observed) sluicev1.WebhookType {
+	if countsPassingChecks(o.Spec) {
+		return sluicev1.WebhookConfirmPromotion
+	}
+	if _, more := NextWeight(Steps(o.Spec.Analysis), o.Status.CanaryWeight); more {
+		return sluicev1.WebhookConfirmTrafficIncrease
+	}
+	return sluicev1.WebhookConfirmPromotion
+}
+
+// gatedAdvance takes, between checks, the step that the last check passed but whose gate had not
+// answered: once the gate's pending call passes, the step is taken now, provided the last check
+// passed the step and nothing holds the run; a refusal is announced as at a check, and the next
+// check asks again. The next check keeps its time — the checks' cadence does not move with the
+// answer — unless less than half an interval of it is left: as for a late step (stepStamp), each
+// weight gets at least half an interval of traffic before its check.
+func gatedAdvance(o Observed, d *Decision) {
+	t := advanceGateOf(o)
+	g, asked := o.Gates[t]
+	if !asked || g.Pending || o.Hold != nil || o.Stall != nil || !lastCheckAdvances(o) {
+		return
+	}
+	if !g.Passed {
+		announceGateWait(o, d, t, g)
+		return
+	}
+	advance(o, d)
+	if last := o.Status.LastStepTime; last != nil && d.Status.LastStepTime != nil {
+		d.Status.LastStepTime = stamp(latest(last.Time, o.Now.Add(-Interval(o.Spec)/2)))
+	}
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// lastCheckAdvances reports whether the run's last check allowed a step: it passed, or had no
+// evidence and advanced without data.
+func lastCheckAdvances(o Observed) bool {
+	lc := o.Status.LastCheck
+	return lc != nil && (lc.Outcome == sluicev1.CheckPassed || lc.AdvancedWithoutData)
+}
+
+// announceGateWait records that the step waits at gate t, refused by g: the phase moves to
+// WaitingPromotion at the confirm-promotion gate (announced once), a weight waits at the
+// confirm-traffic-increase gate (announced at each refusal).
+func announceGateWait(o Observed, d *Decision, t sluicev1.WebhookType, g GateResult) {
+	if t == sluicev1.WebhookConfirmPromotion {
+		if o.Status.Phase != sluicev1.CanaryPhaseWaitingPromotion {
+			d.gateWarning(EventWaitingAtGate, "Waiting at the confirm-promotion gate: "+g.Message, g)
+		}
+		d.setPhase(sluicev1.CanaryPhaseWaitingPromotion, o.Now)
+		return
+	}
+	next, _ := NextWeight(Steps(o.Spec.Analysis), o.Status.CanaryWeight)
+	d.gateWarning(EventWaitingAtGate, fmt.Sprintf("Weight %d waits at the confirm-traffic-increase gate: %s", next, g.Message), g)
 }
 
 // unreadyCanary takes every weight off a canary below its ready threshold, in the same tick, and
@@ -148,6 +224,9 @@ func preRolloutPassed(o Observed, d *Decision) bool {
 		return true
 	}
 	s := &d.Status
+	if gatePending(o, sluicev1.WebhookPreRollout) {
+		return false // no answer yet: no failed check, and the progress deadline runs on
+	}
 	if g, held := gate(o, sluicev1.WebhookPreRollout); held {
 		s.FailedChecks++
 		s.LastStepTime = stamp(o.Now)
@@ -174,6 +253,11 @@ func checkPassed(o Observed, d *Decision) bool {
 		d.RequeueAfter = PollInterval
 		return false
 	}
+	if checkHooksPending(o) && !judgedFailing(o.Check) {
+		// The rollout and rollback webhooks judge the canary with the metrics: the check waits
+		// for their answer (bounded by their calls' budget), unless its metrics already failed.
+		return false
+	}
 	if g, _ := gate(o, sluicev1.WebhookRollback); HasWebhooks(o.Spec, sluicev1.WebhookRollback) && g.Passed {
 		d.warning(EventRollbackHook, "A rollback webhook asked for a rollback")
 		rollback(o, d, "requested by a rollback webhook")
@@ -186,7 +270,7 @@ func checkPassed(o Observed, d *Decision) bool {
 	outcome := check.outcome()
 	results := append([]sluicev1.MetricResult(nil), check.Results...)
 	if HasWebhooks(o.Spec, sluicev1.WebhookRollout) {
-		if g, held := gate(o, sluicev1.WebhookRollout); held {
+		if g, held := gate(o, sluicev1.WebhookRollout); held && !g.Pending {
 			outcome = sluicev1.CheckFailed
 			check.Summary = joinSummary(check.Summary, "rollout webhook: "+g.Message)
 			results = append(results, sluicev1.MetricResult{Name: "rollout-webhooks", Verdict: sluicev1.VerdictFail,
@@ -254,6 +338,21 @@ func checkPassed(o Observed, d *Decision) bool {
 		s.LastProgressTime = stamp(o.Now)
 	}
 	return true
+}
+
+// checkHooksPending reports whether a rollout or rollback webhook of this check has not answered.
+func checkHooksPending(o Observed) bool {
+	return gatePending(o, sluicev1.WebhookRollout) || gatePending(o, sluicev1.WebhookRollback)
+}
+
+// judgedFailing reports whether a check's metrics failed or could not be judged: the check counts
+// so whatever its webhooks answer.
+func judgedFailing(c *Check) bool {
+	if c == nil {
+		return false
+	}
+	out := c.outcome()
+	return out == sluicev1.CheckFailed || out == sluicev1.CheckError
 }
 
 func joinSummary(a, b string) string {

@@ -38,8 +38,11 @@ type world struct {
 	cookie           string // the route's session-affinity cookie
 	analysis         func(w *world) Check
 	gates            func(t sluicev1.WebhookType, w *world) GateResult
-	requests         map[string]string
-	hold, stall      *Hold
+	// calls, when set, answers the gates instead of gates: webhook calls that take time, as the
+	// controller and its webhook runner resolve them (pending_test.go).
+	calls       *callSim
+	requests    map[string]string
+	hold, stall *Hold
 	// lose, when set, says whether a write of this tick is lost (the status, or an action);
 	// lost writes never reach the world, as with a conflict or a crash.
 	lose     func(w *world, d Decision, write string) bool
@@ -153,6 +156,10 @@ func (w *world) tick(t *testing.T) Decision {
 	for _, gt := range GatesDue(o) {
 		if o.Gates == nil {
 			o.Gates = map[sluicev1.WebhookType]GateResult{}
+		}
+		if w.calls != nil {
+			o.Gates[gt] = w.calls.resolve(w, &o, gt)
+			continue
 		}
 		o.Gates[gt] = w.gates(gt, w)
 	}

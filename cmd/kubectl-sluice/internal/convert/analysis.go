@@ -2,6 +2,7 @@ package convert
 
 import (
 	"math"
+	"time"
 
 	"k8s.io/utils/ptr"
 
@@ -10,6 +11,13 @@ import (
 
 // maxWebhookRetries is the most retries a Sluice webhook allows.
 const maxWebhookRetries = 10
+
+// The bounds of a Sluice webhook call's time (the CRD's): one attempt at most 5m, timeout ×
+// (1 + retries) at most 10m.
+const (
+	maxWebhookTimeout  = 5 * time.Minute
+	maxWebhookAttempts = 10 * time.Minute
+)
 
 // convertAnalysis converts spec.analysis.
 func convertAnalysis(in *fAnalysis, c *sluicev1.Canary, r *ObjectReport) {
@@ -196,12 +204,32 @@ func convertWebhook(in *fWebhook, field string, r *ObjectReport) sluicev1.Canary
 		r.change(field+".retries", "%d → %d, the most Sluice allows per check", w.Retries, maxWebhookRetries)
 		w.Retries = maxWebhookRetries
 	}
+	boundCallTime(&w, field, r)
 	w.Metadata, in.Metadata = in.Metadata, nil
 	if in.DisableTLS != nil && *in.DisableTLS {
 		r.drop(field+".disableTLS", "Sluice always verifies the webhook's TLS certificate: use http:// inside the cluster or a trusted certificate")
 	}
 	in.DisableTLS = nil
 	return w
+}
+
+// boundCallTime brings a webhook's timeout and retries within Sluice's bounds on a call's time:
+// a timeout above 5m becomes 5m, and retries are cut so that timeout × (1 + retries) is at most
+// 10m. A timeout that is not a duration is left for admission to refuse.
+func boundCallTime(w *sluicev1.CanaryWebhook, field string, r *ObjectReport) {
+	d, err := time.ParseDuration(w.Timeout)
+	if err != nil {
+		return
+	}
+	if d > maxWebhookTimeout {
+		r.change(field+".timeout", "%s → %s, the longest attempt Sluice allows", w.Timeout, maxWebhookTimeout)
+		w.Timeout, d = "5m", maxWebhookTimeout
+	}
+	if d > 0 && d*time.Duration(1+w.Retries) > maxWebhookAttempts {
+		retries := int32(maxWebhookAttempts/d) - 1
+		r.change(field+".retries", "%d → %d: timeout × (1 + retries) is at most %s in Sluice", w.Retries, retries, maxWebhookAttempts)
+		w.Retries = retries
+	}
 }
 
 // weightsToIterations turns the weights of a Canary that can only run blue/green (provider

@@ -116,6 +116,30 @@ func TestStatusShowsPendingGateAndNextStep(t *testing.T) {
 	}
 }
 
+// TestStatusShowsAGateWaitingForItsAnswer: a run at a confirm-promotion webhook whose call has not
+// answered yet (status.webhooks pending) shows the gate waiting for that answer, not a refusal.
+func TestStatusShowsAGateWaitingForItsAnswer(t *testing.T) {
+	testenv.Require(t, env)
+	ns := env.Namespace(t)
+	cn := newCanary(t, ns, "podinfo", func(cn *sluicev1.Canary) {
+		cn.Spec.Analysis.Webhooks = []sluicev1.CanaryWebhook{{Name: "approve", Type: sluicev1.WebhookConfirmPromotion, URL: "http://approve/"}}
+	})
+	setStatus(t, cn, sluicev1.CanaryStatus{
+		Phase: sluicev1.CanaryPhaseWaitingPromotion, CanaryWeight: 50, Iterations: 5,
+		LastAppliedSpec: "5d8f7c9b4", LastPromotedSpec: "7c6b5a4f3",
+		LastTransitionTime: at(-2 * time.Minute), LastStepTime: at(-20 * time.Second),
+		Webhooks: []sluicev1.WebhookStatus{{Name: "approve", Type: sluicev1.WebhookConfirmPromotion, Round: "uid/5d8f7c9b4/confirm-promotion/approve/5/0/0/0",
+			Pending: true, AskedAt: at(-80 * time.Second), Message: "in flight"}},
+	})
+	out, err := run(t, ns, "status", "podinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `Waiting at: +confirm-promotion gate: approve \(no answer yet\)$`; !matchesLine(out, want) {
+		t.Errorf("status lacks %q:\n%s", want, out)
+	}
+}
+
 // matchesLine reports whether some line of s starts with the regular expression pattern (" +"
 // matches column padding).
 func matchesLine(s, pattern string) bool {

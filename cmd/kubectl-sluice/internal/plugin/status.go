@@ -178,7 +178,11 @@ func pendingGate(cn *sluicev1.Canary) string {
 			continue
 		}
 		for _, a := range st.Webhooks {
-			if a.Name == h.Name && !a.Passed {
+			switch {
+			case a.Name != h.Name || a.Passed:
+			case a.Pending:
+				held = append(held, h.Name+" (no answer yet)")
+			default:
 				held = append(held, fmt.Sprintf("%s (refused: %s)", h.Name, a.Message))
 			}
 		}
