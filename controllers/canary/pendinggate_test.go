@@ -71,7 +71,7 @@ func TestHangingGateNeverSuspendsTheRun(t *testing.T) {
 	t.Run("threshold while confirm-promotion hangs", func(t *testing.T) {
 		h := newHarness(t)
 		hook, requests := hangingHook(t)
-		runner := webhooks.NewRunner(webhooks.Options{})
+		runner := webhooks.NewRunner(webhooks.Options{Egress: loopbackAllowed})
 		t.Cleanup(runner.Close)
 		h.r.Gates = runner
 		h.app(1, "1")
@@ -126,7 +126,7 @@ func TestHangingGateNeverSuspendsTheRun(t *testing.T) {
 	t.Run("deadline while pre-rollout hangs", func(t *testing.T) {
 		h := newHarness(t)
 		hook, requests := hangingHook(t)
-		runner := webhooks.NewRunner(webhooks.Options{})
+		runner := webhooks.NewRunner(webhooks.Options{Egress: loopbackAllowed})
 		t.Cleanup(runner.Close)
 		h.r.Gates = runner
 		h.app(1, "1")
@@ -152,7 +152,7 @@ func TestHangingGateNeverSuspendsTheRun(t *testing.T) {
 	t.Run("deadline while confirm-promotion hangs", func(t *testing.T) {
 		h := newHarness(t)
 		hook, _ := hangingHook(t)
-		runner := webhooks.NewRunner(webhooks.Options{})
+		runner := webhooks.NewRunner(webhooks.Options{Egress: loopbackAllowed})
 		t.Cleanup(runner.Close)
 		h.r.Gates = runner
 		h.r.Analyzer = withoutEvidence{scriptedAnalyzer: h.analyzer, none: func(c *sluicev1.Canary) bool { return c.Status.CanaryWeight == 50 }}
