@@ -136,3 +136,37 @@ func answered(st sluicev1.CanaryStatus, name string) bool {
 	}
 	return false
 }
+
+// Hold is what keeps a run from moving on: a short reason and the controller's message.
+type Hold struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message,omitempty"`
+}
+
+// Holds says what holds cn's run: a gate (PendingGate), a pause, a stall, or the reason the
+// controller gave in the Ready condition while a run waits or is in flight (a closed window, the
+// rollout cap, a check without evidence, an unready canary). nil when nothing holds it.
+func Holds(cn *sluicev1.Canary) *Hold {
+	if g := PendingGate(cn); g != "" {
+		return &Hold{Reason: "Gate", Message: g}
+	}
+	if cn.Spec.Suspend {
+		return &Hold{Reason: sluicev1.ReasonSuspended, Message: "paused: spec.suspend is true (`kubectl sluice resume` continues)"}
+	}
+	for _, c := range cn.Status.Conditions {
+		if c.Type == sluicev1.ConditionStalled && c.Status == "True" {
+			return &Hold{Reason: c.Reason, Message: c.Message}
+		}
+	}
+	switch cn.Status.Phase {
+	case sluicev1.CanaryPhaseWaiting, sluicev1.CanaryPhaseProgressing, sluicev1.CanaryPhaseWaitingPromotion:
+	default:
+		return nil
+	}
+	for _, c := range cn.Status.Conditions {
+		if c.Type == sluicev1.ConditionReady && c.Reason != sluicev1.ReasonProgressing {
+			return &Hold{Reason: c.Reason, Message: c.Message}
+		}
+	}
+	return nil
+}
