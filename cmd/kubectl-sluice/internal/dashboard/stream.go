@@ -34,6 +34,9 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	var wants func(objKey) bool
 	var render func(objKey) []streamEvent
 	var first func() []streamEvent
+	// The page's own kind must be listed before its first message; the other kind's rows follow
+	// as changes (a slow or refused DataPlane list does not hold the Canaries).
+	syncFirst := s.canaries
 	switch {
 	case q.Get("view") == "overview":
 		wants = func(objKey) bool { return true }
@@ -47,7 +50,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	case q.Get("canary") != "" || q.Get("dataplane") != "":
 		self := objKey{kind: kindCanary, key: q.Get("canary")}
 		if self.key == "" {
-			self = objKey{kind: kindDataPlane, key: q.Get("dataplane")}
+			self, syncFirst = objKey{kind: kindDataPlane, key: q.Get("dataplane")}, s.planes
 		}
 		wants = func(k objKey) bool { return k == self || k.key == "" }
 		first = func() []streamEvent {
@@ -70,7 +73,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	}
 	sub := s.hub.subscribe(wants)
 	defer s.hub.unsubscribe(sub)
-	waitSynced(r.Context(), s.canaries, s.planes)
+	waitSynced(r.Context(), syncFirst)
 
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

@@ -163,9 +163,11 @@ func (tb *tab) waitJS(expr string, timeout time.Duration) time.Duration {
 	}
 }
 
-// open navigates to url and waits for the page's first data.
+// open navigates to url and waits for the page's first data. The page is left before the
+// servers started earlier in the test stop, so it never sees them go.
 func (tb *tab) open(url string) {
 	tb.t.Helper()
+	tb.t.Cleanup(func() { _ = chromedp.Do(tb.ctx, chromedp.Navigate("about:blank")) })
 	tb.do(chromedp.Navigate(url))
 	tb.waitJS(`document.getElementById('main').dataset.ready === 'true'`, 15*time.Second)
 }

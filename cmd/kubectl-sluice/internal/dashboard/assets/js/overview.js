@@ -34,14 +34,16 @@ export class Overview {
     this.filter = { text: '', namespace: '', phase: '' };
     this.sort = { key: 'namespace', dir: 1 };
     this.scheduled = false;
+    this.full = true; // the next flush redraws the whole table
+    this.dirty = new Set(); // keys changed since the last flush
     this.build(root);
   }
 
   build(root) {
     this.text = h('input', { type: 'search', id: 'filter', placeholder: 'Filter by name, namespace, image, revision…', 'aria-label': 'Filter canaries',
-      oninput: () => { this.filter.text = this.text.value.trim().toLowerCase(); this.schedule(); } });
+      oninput: () => { this.filter.text = this.text.value.trim().toLowerCase(); this.full = true; this.schedule(); } });
     this.nsSelect = h('select', { id: 'namespace-filter', 'aria-label': 'Namespace',
-      onchange: () => { this.filter.namespace = this.nsSelect.value; this.schedule(); } });
+      onchange: () => { this.filter.namespace = this.nsSelect.value; this.full = true; this.schedule(); } });
     this.chips = h('div', { class: 'chips', id: 'phase-counts', role: 'group', 'aria-label': 'Filter by phase' });
     this.count = h('span', { class: 'muted small', id: 'shown', role: 'status' });
     this.canaryError = h('div', { id: 'canary-error' });
@@ -73,12 +75,16 @@ export class Overview {
     for (const d of o.dataplanes) this.planes.set(d.name, d);
     this.errors = o.errors || {};
     this.namespaceFixed = o.namespace || '';
+    this.dirty.clear();
+    this.schedulePlanes = true;
     this.render();
   }
 
+  // upsertCanary takes a change of one row; the next frame redraws that row only, unless it
+  // moved in the order or entered the filter.
   upsertCanary(key, row) {
     if (row) this.rows.set(key, row); else this.rows.delete(key);
-    this.trs.delete(key);
+    this.dirty.add(key);
     this.schedule();
   }
 
@@ -91,13 +97,70 @@ export class Overview {
   setErrors(errors) {
     this.errors = errors || {};
     this.schedulePlanes = true;
+    this.full = true;
+    this.schedule();
+  }
+
+  // redraw redraws every row on the next frame (ages move on).
+  redraw() {
+    this.trs.clear();
+    this.full = true;
     this.schedule();
   }
 
   schedule() {
     if (this.scheduled) return;
     this.scheduled = true;
-    requestAnimationFrame(() => { this.scheduled = false; this.render(); });
+    requestAnimationFrame(() => { this.scheduled = false; this.flush(); });
+  }
+
+  flush() {
+    const now = this.now();
+    for (const key of this.dirty) {
+      if (!this.full) this.full = !this.updateRow(key, now);
+      else this.trs.delete(key);
+    }
+    this.dirty.clear();
+    if (this.full) {
+      this.render();
+      return;
+    }
+    this.renderCounts();
+    if (this.schedulePlanes) this.renderPlanes();
+    this.schedulePlanes = false;
+  }
+
+  // updateRow redraws one row in place; false when the table needs a full redraw (a new row, or
+  // one whose place in the order changed).
+  updateRow(key, now) {
+    const old = this.trs.get(key);
+    const row = this.rows.get(key);
+    this.trs.delete(key);
+    if (!row) {
+      if (old) old.remove();
+      return true;
+    }
+    if (!old || !old.isConnected) return !this.matches(row);
+    if (!this.matches(row)) {
+      old.remove();
+      return true;
+    }
+    const tr = this.rowElement(row, now);
+    this.trs.set(key, tr);
+    old.replaceWith(tr);
+    const prev = tr.previousElementSibling;
+    const next = tr.nextElementSibling;
+    const ordered = (a, b) => !a || !b || !a.dataset.key || !b.dataset.key || this.compare(this.rows.get(a.dataset.key), this.rows.get(b.dataset.key)) <= 0;
+    return ordered(prev, tr) && ordered(tr, next);
+  }
+
+  compare(a, b) {
+    const { key, dir } = this.sort;
+    const x = sortValue(a, key);
+    const y = sortValue(b, key);
+    if (x < y) return -dir;
+    if (x > y) return dir;
+    return (a.namespace + '/' + a.name).localeCompare(b.namespace + '/' + b.name);
   }
 
   sortBy(key) {
@@ -122,26 +185,28 @@ export class Overview {
     return hay.includes(f.text);
   }
 
-  render() {
-    const now = this.now();
+  // renderCounts draws the counts per phase, the namespace list and the number of rows shown.
+  renderCounts() {
     const all = [...this.rows.values()];
-    // Counts per phase and the namespace list come from every row, filters aside.
     const phases = new Map();
     const namespaces = new Set();
+    let shown = 0;
     for (const r of all) {
       phases.set(r.phase, (phases.get(r.phase) || 0) + 1);
       namespaces.add(r.namespace);
+      if (this.matches(r)) shown++;
     }
     this.renderChips(all.length, phases);
     this.renderNamespaces(namespaces);
-    const { key, dir } = this.sort;
-    const shown = all.filter((r) => this.matches(r)).sort((a, b) => {
-      const x = sortValue(a, key);
-      const y = sortValue(b, key);
-      if (x < y) return -dir;
-      if (x > y) return dir;
-      return (a.namespace + '/' + a.name).localeCompare(b.namespace + '/' + b.name);
-    });
+    this.count.textContent = shown === all.length ? `${all.length} canaries` : `${shown} of ${all.length} canaries shown`;
+  }
+
+  render() {
+    this.full = false;
+    const now = this.now();
+    const all = [...this.rows.values()];
+    this.renderCounts();
+    const shown = all.filter((r) => this.matches(r)).sort((a, b) => this.compare(a, b));
     const frag = document.createDocumentFragment();
     for (const r of shown) {
       const k = r.namespace + '/' + r.name;
@@ -157,7 +222,6 @@ export class Overview {
       this.tbody.append(h('tr', null, h('td', { colspan: CANARY_COLUMNS.length, class: 'empty' },
         this.namespaceFixed ? `No canaries in namespace ${this.namespaceFixed}.` : 'No canaries.')));
     }
-    this.count.textContent = shown.length === all.length ? `${all.length} canaries` : `${shown.length} of ${all.length} canaries shown`;
     this.canaryError.replaceChildren(this.errors.canary ? h('p', { class: 'notice error' }, 'Listing canaries: ' + this.errors.canary) : '');
     if (this.schedulePlanes !== false) this.renderPlanes();
     this.schedulePlanes = false;
