@@ -80,7 +80,8 @@ export function runSpan(run, now) {
   const t0 = ms(run.startTime);
   let t1 = run.endTime ? ms(run.endTime) : now;
   for (const c of run.checks || []) t1 = Math.max(t1, ms(c.time));
-  return timeScale(t0, t1 + (t1 - t0) * 0.02);
+  // A run in flight gets room on the right: the current step is visible, not a sliver at "now".
+  return timeScale(t0, t1 + (t1 - t0) * (run.endTime ? 0.02 : 0.08));
 }
 
 // weightChart draws the canary weight over the run as steps: each check's judged weight from the
