@@ -29,6 +29,10 @@ cluster-tools: ## Build the pinned local-cluster tools (controller-manager, sche
 prometheus: ## Install Prometheus (Debian package) when it is missing.
 	hack/install-prometheus.sh
 
+.PHONY: chromium
+chromium: ## Install Chromium (Debian package) for the dashboard's browser tests when it is missing.
+	hack/install-chromium.sh
+
 ##@ Code generation
 .PHONY: generate
 generate: ## Generate deepcopy code.
@@ -51,7 +55,7 @@ verify: ## gofmt, go vet, and fail when generated files differ from what is comm
 
 ##@ Test
 .PHONY: test
-test: cluster-tools prometheus ## Build tools, then run unit, envtest and end-to-end tests.
+test: cluster-tools prometheus chromium ## Build tools, then run unit, envtest, browser and end-to-end tests.
 	go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench

@@ -149,6 +149,16 @@ type CanaryStatus struct {
 	// +listMapKey=name
 	Webhooks []WebhookStatus `json:"webhooks,omitempty"`
 
+	// Run records the run in flight, or the last one once it ended: its images, its metrics and
+	// every check (the latest 60), for `kubectl sluice dashboard` and `kubectl sluice report`.
+	// +optional
+	Run *RunRecord `json:"run,omitempty"`
+
+	// Runs summarises the last 10 finished runs, oldest first.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	Runs []RunSummary `json:"runs,omitempty"`
+
 	// Conditions: Ready, Reconciling, Stalled, Promoted.
 	// +optional
 	// +listType=map

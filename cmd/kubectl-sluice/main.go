@@ -1,6 +1,7 @@
 // Command kubectl-sluice is the kubectl plugin for Sluice canaries: `kubectl sluice get`,
-// `status`, `watch`, `promote`, `abort`, `retry`, `pause`, `resume` and `convert` (Flagger
-// manifests to Sluice's). Install it by putting the binary on $PATH.
+// `status`, `watch`, `promote`, `abort`, `retry`, `pause`, `resume`, `convert` (Flagger
+// manifests to Sluice's), `dashboard` (a live web UI) and `report` (a run as one HTML file).
+// Install it by putting the binary on $PATH.
 package main
 
 import (

@@ -30,10 +30,11 @@ func (r *Reconciler) apply(ctx context.Context, tick *reconcilekit.Tick, canary 
 	return nil
 }
 
-// adopt makes d the Canary's status, with its conditions and metrics, and queues its events,
+// adopt makes d the Canary's status, with its conditions, metrics and run history, and queues its events,
 // hooks and notifications in the tick's outbox.
 func (r *Reconciler) adopt(tick *reconcilekit.Tick, canary *sluicev1.Canary, obs *observation, d plan.Decision) {
 	canary.Status = d.Status
+	recordHistory(canary, obs, d)
 	tick.Event(d.Events...)
 	hold := obs.o.Hold
 	if d.Status.Phase == sluicev1.CanaryPhaseInitializing {

@@ -96,6 +96,7 @@ func run(ctx context.Context, o options) int {
 		}
 		say("Stack is up. export KUBECONFIG=%s   Prometheus: %s", s.Cluster.Kubeconfig(), s.Prom.Address())
 		say("Try: kubectl -n demo get canary,deploy,httproute (kubectl: bin/kubectl); the manager runs apart (hack/demo-stack.sh restart-manager)")
+		say("Try: bin/kubectl-sluice dashboard -n demo (make build; with that KUBECONFIG), then open http://127.0.0.1:3100")
 		<-ctx.Done()
 		return 0
 	}
@@ -118,6 +119,7 @@ func run(ctx context.Context, o options) int {
 	if keep {
 		say("Stack is up. export KUBECONFIG=%s   Prometheus: %s", s.Cluster.Kubeconfig(), s.Prom.Address())
 		say("Try: kubectl -n demo get canary,deploy,httproute (kubectl: bin/kubectl); stop with make demo-down, or Ctrl-C when run directly")
+		say("Try: bin/kubectl-sluice dashboard -n demo (make build; with that KUBECONFIG), then open http://127.0.0.1:3100")
 		<-ctx.Done()
 		return 0
 	}
@@ -161,6 +163,7 @@ func run(ctx context.Context, o options) int {
 	say("Summary: good release promoted: %s; bad release rolled back: %s; data plane upgraded control plane first, canary namespace first: %s; "+
 		"broken proxy rolled back in the canary namespace, fleet untouched: %s; total %s",
 		verdict(wantGood), verdict(wantBad), verdict(wantUpgrade), verdict(wantRollback), time.Since(t0).Round(time.Second))
+	say("To follow releases in a browser: make demo-up, then bin/kubectl-sluice dashboard -n demo with the KUBECONFIG it prints (docs/dashboard.md)")
 	if !ok {
 		return 1
 	}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/cmd/kubectl-sluice/internal/view"
 )
 
 // Kind is what a command acts on: a Canary (the default) or a DataPlane.
@@ -70,35 +71,9 @@ func getDataPlanes(ctx context.Context, c client.Client, w io.Writer) error {
 	for i := range list.Items {
 		dp := &list.Items[i]
 		s := dp.Status
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", dp.Name, dp.Spec.Mesh, orDash(declared(dp)), s.CurrentWave, s.Desired, s.Current, dataPlanePhase(dp))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", dp.Name, dp.Spec.Mesh, orDash(view.Declared(dp)), s.CurrentWave, s.Desired, s.Current, view.DataPlanePhase(dp))
 	}
 	return tw.Flush()
-}
-
-// declared is the version (Linkerd) or revision (Istio) the DataPlane declares.
-func declared(dp *sluicev1.DataPlane) string {
-	if dp.Spec.Mesh == sluicev1.MeshIstio {
-		return dp.Spec.Revision
-	}
-	return dp.Spec.Version
-}
-
-// dataPlanePhase is the phase, "Stalled" when the controller cannot act, "-" before it looked,
-// with "(paused)" when suspended.
-func dataPlanePhase(dp *sluicev1.DataPlane) string {
-	p := string(dp.Status.Phase)
-	for _, c := range dp.Status.Conditions {
-		if c.Type == sluicev1.ConditionStalled && c.Status == "True" {
-			p = "Stalled"
-		}
-	}
-	if p == "" {
-		p = "-"
-	}
-	if dp.Spec.Suspend {
-		p += " (paused)"
-	}
-	return p
 }
 
 // StatusDataPlane prints one DataPlane: its declared version, the control plane, the fleet's
@@ -122,7 +97,7 @@ func PrintDataPlaneStatus(w io.Writer, dp *sluicev1.DataPlane, now time.Time) er
 	}
 	field("DataPlane", "%s", dp.Name)
 	field("Mesh", "%s", dp.Spec.Mesh)
-	version := declared(dp)
+	version := view.Declared(dp)
 	if s.ConvergedVersion != "" && s.ConvergedVersion != version {
 		version += " (last converged on " + s.ConvergedVersion + ")"
 	}
@@ -135,7 +110,7 @@ func PrintDataPlaneStatus(w io.Writer, dp *sluicev1.DataPlane, now time.Time) er
 		cp = "NOT READY: " + orDash(s.ControlPlane.Message)
 	}
 	field("Control plane", "%s (%s)", orDash(s.ControlPlane.Version), cp)
-	phase := dataPlanePhase(dp)
+	phase := view.DataPlanePhase(dp)
 	if len(s.Waves) > 0 {
 		phase += fmt.Sprintf(", wave %d of %d", s.CurrentWave, len(s.Waves)-1)
 	}
@@ -144,7 +119,7 @@ func PrintDataPlaneStatus(w io.Writer, dp *sluicev1.DataPlane, now time.Time) er
 	if s.LastUpdateAttempt != nil {
 		field("Last update", "%s %s ago: %s", s.LastUpdateAttemptResult, age(s.LastUpdateAttempt, now), s.LastUpdateAttemptMessage)
 	}
-	if req := dataPlaneRequests(dp); req != "" {
+	if req := view.DataPlaneRequests(dp); req != "" {
 		field("Requested", "%s", req)
 	}
 	if err := tw.Flush(); err != nil {
@@ -192,17 +167,6 @@ func orDefault[T ~string](v, def T) T {
 		return def
 	}
 	return v
-}
-
-// dataPlaneRequests lists the request annotations on dp the controller has not acted on yet.
-func dataPlaneRequests(dp *sluicev1.DataPlane) string {
-	var out []string
-	for _, k := range []string{sluicev1.AnnotationApproveFleet, AnnotationAbort, AnnotationRetry} {
-		if v, ok := dp.Annotations[k]; ok && dp.Status.LastHandledRequests[k] != v {
-			out = append(out, k+"="+v)
-		}
-	}
-	return strings.Join(out, ", ")
 }
 
 // mergePatchDataPlane sends patch to dp as a JSON merge patch.

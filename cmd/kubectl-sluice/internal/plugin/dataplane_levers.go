@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/cmd/kubectl-sluice/internal/view"
 )
 
 // Phases of a DataPlane in which a run is in flight: abort has something to roll back.
@@ -22,7 +23,7 @@ var dataPlaneInFlight = []sluicev1.DataPlanePhase{
 func AbortDataPlane(ctx context.Context, c client.Client, w io.Writer, name string, now time.Time, o LeverOptions) error {
 	return requestDataPlane(ctx, c, w, name, now, o, AnnotationAbort, "rollback", func(dp *sluicev1.DataPlane) error {
 		if !slices.Contains(dataPlaneInFlight, dp.Status.Phase) {
-			return fmt.Errorf("dataplane %s is %s: no run in flight to abort (--force sets %s anyway)", name, dataPlanePhase(dp), AnnotationAbort)
+			return fmt.Errorf("dataplane %s is %s: no run in flight to abort (--force sets %s anyway)", name, view.DataPlanePhase(dp), AnnotationAbort)
 		}
 		return nil
 	})
@@ -37,7 +38,7 @@ func ApproveDataPlane(ctx context.Context, c client.Client, w io.Writer, name st
 				return nil
 			}
 		}
-		return fmt.Errorf("dataplane %s is %s, not waiting for approval (--force sets %s anyway)", name, dataPlanePhase(dp),
+		return fmt.Errorf("dataplane %s is %s, not waiting for approval (--force sets %s anyway)", name, view.DataPlanePhase(dp),
 			sluicev1.AnnotationApproveFleet)
 	})
 }
@@ -48,7 +49,7 @@ func RetryDataPlane(ctx context.Context, c client.Client, w io.Writer, name stri
 	return requestDataPlane(ctx, c, w, name, now, o, AnnotationRetry, "retry", func(dp *sluicev1.DataPlane) error {
 		if p := dp.Status.Phase; p != sluicev1.DataPlaneRolledBack && p != sluicev1.DataPlaneFailed {
 			return fmt.Errorf("dataplane %s is %s, not RolledBack or Failed: nothing to retry (--force sets %s anyway)", name,
-				dataPlanePhase(dp), AnnotationRetry)
+				view.DataPlanePhase(dp), AnnotationRetry)
 		}
 		return nil
 	})

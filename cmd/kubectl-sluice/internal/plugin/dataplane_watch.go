@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/cmd/kubectl-sluice/internal/view"
 )
 
 // ErrDataPlaneRunFailed is returned by WatchDataPlane when the run it followed ended RolledBack
@@ -45,13 +46,13 @@ func WatchDataPlane(ctx context.Context, c client.Client, w io.Writer, name stri
 			return fmt.Errorf("reading dataplane %s: %w", name, err)
 		}
 		s := dp.Status
-		line := fmt.Sprintf("%s %s wave %d %d/%d", dataPlanePhase(dp), orDash(s.Version), s.CurrentWave, s.Current, s.Desired)
+		line := fmt.Sprintf("%s %s wave %d %d/%d", view.DataPlanePhase(dp), orDash(s.Version), s.CurrentWave, s.Current, s.Desired)
 		if line != last {
 			fmt.Fprintf(w, "%s %s\n", o.Now().Format("15:04:05"), line)
 		}
 		changed := last != "" && line != last
 		last = line
-		if s.Version == declared(dp) && (changed || s.ObservedGeneration == dp.Generation) {
+		if s.Version == view.Declared(dp) && (changed || s.ObservedGeneration == dp.Generation) {
 			switch s.Phase {
 			case sluicev1.DataPlaneUpToDate:
 				return nil

@@ -1,5 +1,6 @@
 // Package plugin implements kubectl-sluice, the kubectl plugin for Sluice Canaries: get, status,
-// watch, and the operator's levers promote, abort, retry, pause and resume.
+// watch, the operator's levers promote, abort, retry, pause and resume, and dashboard and report
+// (package dashboard), whose levers are this package's functions.
 //
 // The levers act only through the Canary's annotations and spec (JSON merge patches), the same
 // API a GitOps user has; the controller reacts to them:

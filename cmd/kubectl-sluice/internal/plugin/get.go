@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/cmd/kubectl-sluice/internal/view"
 )
 
 // Get prints the Canaries of namespace (every namespace when allNamespaces) as a table:
@@ -60,7 +61,7 @@ func getCanaries(ctx context.Context, c client.Client, w io.Writer, namespace st
 		if allNamespaces {
 			fmt.Fprintf(tw, "%s\t", cn.Namespace)
 		}
-		status := phaseText(cn)
+		status := view.Phase(cn)
 		if cn.Spec.Suspend {
 			status += " (paused)"
 		}

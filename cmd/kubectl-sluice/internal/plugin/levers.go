@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/cmd/kubectl-sluice/internal/view"
 )
 
 // Annotations through which the plugin (or anyone editing the Canary) asks the controller to act;
@@ -41,7 +42,7 @@ type LeverOptions struct {
 func Promote(ctx context.Context, c client.Client, w io.Writer, key types.NamespacedName, now time.Time, o LeverOptions) error {
 	return request(ctx, c, w, key, now, o, AnnotationPromote, "promotion", func(cn *sluicev1.Canary) error {
 		if !slices.Contains(inFlight, cn.Status.Phase) {
-			return fmt.Errorf("canary %s is %s: no run in flight to promote (--force sets %s anyway)", key, phaseText(cn), AnnotationPromote)
+			return fmt.Errorf("canary %s is %s: no run in flight to promote (--force sets %s anyway)", key, view.Phase(cn), AnnotationPromote)
 		}
 		return nil
 	})
@@ -52,7 +53,7 @@ func Promote(ctx context.Context, c client.Client, w io.Writer, key types.Namesp
 func Abort(ctx context.Context, c client.Client, w io.Writer, key types.NamespacedName, now time.Time, o LeverOptions) error {
 	return request(ctx, c, w, key, now, o, AnnotationAbort, "rollback", func(cn *sluicev1.Canary) error {
 		if !slices.Contains(inFlight, cn.Status.Phase) {
-			return fmt.Errorf("canary %s is %s: no run in flight to abort (--force sets %s anyway)", key, phaseText(cn), AnnotationAbort)
+			return fmt.Errorf("canary %s is %s: no run in flight to abort (--force sets %s anyway)", key, view.Phase(cn), AnnotationAbort)
 		}
 		return nil
 	})
@@ -63,7 +64,7 @@ func Abort(ctx context.Context, c client.Client, w io.Writer, key types.Namespac
 func Retry(ctx context.Context, c client.Client, w io.Writer, key types.NamespacedName, now time.Time, o LeverOptions) error {
 	return request(ctx, c, w, key, now, o, AnnotationRetry, "retry", func(cn *sluicev1.Canary) error {
 		if cn.Status.Phase != sluicev1.CanaryPhaseFailed {
-			return fmt.Errorf("canary %s is %s, not Failed: nothing to retry (--force sets %s anyway)", key, phaseText(cn), AnnotationRetry)
+			return fmt.Errorf("canary %s is %s, not Failed: nothing to retry (--force sets %s anyway)", key, view.Phase(cn), AnnotationRetry)
 		}
 		return nil
 	})

@@ -13,4 +13,8 @@ var env *testenv.Env
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
-func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
+func TestMain(m *testing.M) {
+	code := testenv.Run(m, &env)
+	stopBrowser()
+	os.Exit(code)
+}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,6 +38,11 @@ type Options struct {
 	Now func() time.Time
 	// IsTerminal says whether w is a terminal; default: golang.org/x/term on an *os.File.
 	IsTerminal func(w io.Writer) bool
+	// RESTConfig returns the user's REST config and namespace, for the dashboard; default:
+	// LoadConfig.
+	RESTConfig func(KubeFlags) (*rest.Config, string, error)
+	// OpenBrowser opens url for `dashboard --open`; default: the system's opener.
+	OpenBrowser func(url string) error
 }
 
 // NewRootCommand returns the kubectl-sluice command tree.
@@ -55,6 +61,12 @@ func NewRootCommand(o Options) *cobra.Command {
 	}
 	if o.IsTerminal == nil {
 		o.IsTerminal = isTerminal
+	}
+	if o.RESTConfig == nil {
+		o.RESTConfig = LoadConfig
+	}
+	if o.OpenBrowser == nil {
+		o.OpenBrowser = openBrowser
 	}
 	var kf KubeFlags
 	root := &cobra.Command{
@@ -226,7 +238,8 @@ current/desired", until it is UpToDate (exit 0), or RolledBack or Failed (exit 1
 			return SuspendDataPlane(ctx, c, o.Out, name, false)
 		})
 
-	root.AddCommand(get, status, watch, promote, approve, abort, retry, pause, resume, newConvertCommand(o))
+	root.AddCommand(get, status, watch, promote, approve, abort, retry, pause, resume, newConvertCommand(o),
+		newDashboardCommand(o, &kf), newReportCommand(o, session))
 	return root
 }
 
@@ -235,6 +248,24 @@ current/desired", until it is UpToDate (exit 0), or RolledBack or Failed (exit 1
 // returns a client for Sluice's types.
 // errors: no usable kubeconfig.
 func Connect(kf KubeFlags) (client.Client, string, error) {
+	cfg, ns, err := LoadConfig(kf)
+	if err != nil {
+		return nil, "", err
+	}
+	scheme := runtime.NewScheme()
+	if err := sluicev1.AddToScheme(scheme); err != nil {
+		return nil, "", err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, "", fmt.Errorf("creating the client: %w", err)
+	}
+	return c, ns, nil
+}
+
+// LoadConfig loads the kubeconfig as kubectl does (see Connect) and returns its REST config and
+// namespace. errors: no usable kubeconfig.
+func LoadConfig(kf KubeFlags) (*rest.Config, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kf.Kubeconfig
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: kf.Context}
@@ -248,15 +279,7 @@ func Connect(kf KubeFlags) (client.Client, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("resolving the namespace: %w", err)
 	}
-	scheme := runtime.NewScheme()
-	if err := sluicev1.AddToScheme(scheme); err != nil {
-		return nil, "", err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, "", fmt.Errorf("creating the client: %w", err)
-	}
-	return c, ns, nil
+	return cfg, ns, nil
 }
 
 func isTerminal(w io.Writer) bool {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/cmd/kubectl-sluice/internal/view"
 )
 
 // Status prints one Canary: phase, weight, failed checks against the threshold, the last verdict
@@ -35,7 +35,7 @@ func PrintStatus(w io.Writer, cn *sluicev1.Canary, now time.Time) error {
 	}
 	field("Canary", "%s/%s", cn.Namespace, cn.Name)
 	field("Target", "%s/%s", cn.Spec.TargetRef.Kind, cn.Spec.TargetRef.Name)
-	phase := phaseText(cn)
+	phase := view.Phase(cn)
 	if cn.Spec.Suspend {
 		phase += " (paused: `kubectl sluice resume` continues)"
 	}
@@ -43,21 +43,21 @@ func PrintStatus(w io.Writer, cn *sluicev1.Canary, now time.Time) error {
 	if len(a.Match) > 0 && a.Iterations > 0 {
 		field("Iterations", "%d/%d (A/B test)", st.Iterations, a.Iterations)
 	} else {
-		field("Weight", "%d%% (max %d%%%s)", st.CanaryWeight, maxWeight(a), stepText(a))
+		field("Weight", "%d%% (max %d%%%s)", st.CanaryWeight, view.MaxWeight(a), view.StepText(a))
 	}
 	field("Failed checks", "%d/%d", st.FailedChecks, a.Threshold)
 	if a.Interval != "" {
 		field("Interval", "%s", a.Interval)
 	} else {
-		field("Interval", "%s (default)", defaultInterval)
+		field("Interval", "%s (default)", view.DefaultInterval)
 	}
 	if st.LastTransitionTime != nil {
 		field("Last transition", "%s", when(st.LastTransitionTime.Time, now))
 	}
-	if next, ok := nextStep(cn); ok && !cn.Spec.Suspend {
+	if next, ok := view.NextStep(cn); ok && !cn.Spec.Suspend {
 		field("Next step", "%s", when(next, now))
 	}
-	if gate := pendingGate(cn); gate != "" {
+	if gate := view.PendingGate(cn); gate != "" {
 		field("Waiting at", "%s", gate)
 	}
 	if lc := st.LastCheck; lc != nil {
@@ -76,7 +76,7 @@ func PrintStatus(w io.Writer, cn *sluicev1.Canary, now time.Time) error {
 	if st.LastAppliedSpec != "" || st.LastPromotedSpec != "" {
 		field("Revision", "%s (primary %s)", orDash(st.LastAppliedSpec), orDash(st.LastPromotedSpec))
 	}
-	if req := requests(cn); req != "" {
+	if req := view.Requests(cn); req != "" {
 		field("Requested", "%s", req)
 	}
 	if err := tw.Flush(); err != nil {
@@ -118,89 +118,9 @@ func PrintStatus(w io.Writer, cn *sluicev1.Canary, now time.Time) error {
 	return nil
 }
 
-// stepText describes the steps: ", step 10%" or ", steps 5,10,20%".
-func stepText(a sluicev1.CanaryAnalysis) string {
-	switch {
-	case len(a.StepWeights) > 0:
-		s := make([]string, len(a.StepWeights))
-		for i, w := range a.StepWeights {
-			s[i] = fmt.Sprint(w)
-		}
-		return ", steps " + strings.Join(s, ",") + "%"
-	case a.StepWeight > 0:
-		return fmt.Sprintf(", step %d%%", a.StepWeight)
-	}
-	return ""
-}
-
-// requests lists the lever annotations present on cn.
-func requests(cn *sluicev1.Canary) string {
-	var out []string
-	for _, k := range []string{AnnotationPromote, AnnotationAbort, AnnotationRetry} {
-		// Requests the controller already handled are history, not pending.
-		if v, ok := cn.Annotations[k]; ok && cn.Status.LastHandledRequests[k] != v {
-			out = append(out, k+"="+v)
-		}
-	}
-	return strings.Join(out, ", ")
-}
-
 func orDash(s string) string {
 	if s == "" {
 		return "-"
 	}
 	return s
-}
-
-// pendingGate names the gate the run waits at, with its webhooks and why they hold it: the
-// confirm-rollout gate while Waiting, confirm-promotion while WaitingPromotion, and
-// confirm-traffic-increase while a run is held at it. Empty when no gate holds the run.
-func pendingGate(cn *sluicev1.Canary) string {
-	st := cn.Status
-	var t sluicev1.WebhookType
-	switch st.Phase {
-	case sluicev1.CanaryPhaseWaiting:
-		t = sluicev1.WebhookConfirmRollout
-	case sluicev1.CanaryPhaseWaitingPromotion:
-		t = sluicev1.WebhookConfirmPromotion
-	case sluicev1.CanaryPhaseProgressing:
-		t = sluicev1.WebhookConfirmTrafficIncrease
-	default:
-		return ""
-	}
-	var held []string
-	for _, h := range cn.Spec.Analysis.Webhooks {
-		if h.Type != t {
-			continue
-		}
-		if h.Manual {
-			held = append(held, h.Name+" (manual: approve with `kubectl sluice promote`)")
-			continue
-		}
-		for _, a := range st.Webhooks {
-			switch {
-			case a.Name != h.Name || a.Passed:
-			case a.Pending:
-				held = append(held, h.Name+" (no answer yet)")
-			default:
-				held = append(held, fmt.Sprintf("%s (refused: %s)", h.Name, a.Message))
-			}
-		}
-		if st.Phase != sluicev1.CanaryPhaseProgressing && !answered(st, h.Name) {
-			held = append(held, h.Name+" (asking)")
-		}
-	}
-	if len(held) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%s gate: %s", t, strings.Join(held, ", "))
-}
-
-func answered(st sluicev1.CanaryStatus, name string) bool {
-	for _, a := range st.Webhooks {
-		if a.Name == name {
-			return true
-		}
-	}
-	return false
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sluicev1 "sluice.dev/sluice/api/v1alpha1"
+	"sluice.dev/sluice/cmd/kubectl-sluice/internal/view"
 )
 
 // WatchOptions tune Watch.
@@ -103,7 +104,7 @@ func (o observed) same(p observed) bool {
 func report(w io.Writer, o WatchOptions, cn *sluicev1.Canary, last *observed, now observed) error {
 	stamp := o.Now().Format("15:04:05")
 	if !o.Terminal {
-		_, err := fmt.Fprintf(w, "%s %s %d %d\n", stamp, phaseText(cn), now.weight, now.failed)
+		_, err := fmt.Fprintf(w, "%s %s %d %d\n", stamp, view.Phase(cn), now.weight, now.failed)
 		return err
 	}
 	// Keep the previous phase's bar on its own line; redraw the current one in place.
@@ -111,8 +112,8 @@ func report(w io.Writer, o WatchOptions, cn *sluicev1.Canary, last *observed, no
 	if last != nil && last.phase != now.phase {
 		prefix = "\n"
 	}
-	_, err := fmt.Fprintf(w, "%s%s %-16s %s %3d/%d%%  failed %d/%d", prefix, stamp, phaseText(cn),
-		Bar(now.weight, maxWeight(cn.Spec.Analysis), 30), now.weight, maxWeight(cn.Spec.Analysis),
+	_, err := fmt.Fprintf(w, "%s%s %-16s %s %3d/%d%%  failed %d/%d", prefix, stamp, view.Phase(cn),
+		Bar(now.weight, view.MaxWeight(cn.Spec.Analysis), 30), now.weight, view.MaxWeight(cn.Spec.Analysis),
 		now.failed, cn.Spec.Analysis.Threshold)
 	return err
 }
